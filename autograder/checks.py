@@ -1,0 +1,230 @@
+"""Assertions for hidden tests and the test suite: strict, hard to fool, and teaching.
+
+Every check compares a student's value with an oracle computed independently
+(a closed form, a loop, or PyTorch's own implementation) and fails with a
+message that says what was expected, what came back and, where the wrong value
+matches a known mistake, names that mistake.
+
+The checks cannot be fooled by objects whose ``__eq__`` always returns True,
+by ndarray/Tensor subclasses, or by solution code that replaces numpy's or
+torch's comparison functions: values are read out with the C-level ``tolist``
+methods (immutable types) and compared in plain Python, and the library
+functions a student might patch are checked against references captured when
+this module was first imported (the grading kernel imports it before any
+student code runs).
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as _np
+
+_NDARRAY = _np.ndarray
+_ARRAY_TOLIST = _np.ndarray.tolist
+_GUARDED_NUMPY = {
+    name: getattr(_np, name)
+    for name in ("allclose", "isclose", "array_equal", "asarray", "array", "all", "any", "abs")
+}
+_GUARDED_NUMPY_TESTING = {
+    name: getattr(_np.testing, name) for name in ("assert_allclose", "assert_array_equal")
+}
+_torch_refs: dict[str, Any] = {}
+
+
+def _capture_torch() -> dict[str, Any]:
+    """References to torch's types and comparison functions, captured once."""
+    if not _torch_refs:
+        import torch
+
+        _torch_refs.update(
+            module=torch,
+            tensor_base=torch._C.TensorBase,
+            tolist=torch._C.TensorBase.tolist,
+            guarded={name: getattr(torch, name) for name in ("allclose", "isclose", "equal")},
+            testing_close=torch.testing.assert_close,
+        )
+    return _torch_refs
+
+
+if "torch" in sys.modules:
+    _capture_torch()
+
+
+class CheckFailed(AssertionError):
+    """A check failed; the message is written for the student."""
+
+
+def _fail(message: str, hint: str = "") -> None:
+    if hint:
+        message = f"{message}\nHint: {hint}"
+    raise CheckFailed(message)
+
+
+def verify_untampered() -> None:
+    """Fail if graded code replaced numpy's or torch's comparison functions."""
+    for name, original in _GUARDED_NUMPY.items():
+        if getattr(_np, name) is not original:
+            _fail(f"numpy.{name} was replaced by code in the notebook; graded code must not patch library functions.")
+    for name, original in _GUARDED_NUMPY_TESTING.items():
+        if getattr(_np.testing, name) is not original:
+            _fail(f"numpy.testing.{name} was replaced by code in the notebook; graded code must not patch library functions.")
+    if _torch_refs:
+        torch = _torch_refs["module"]
+        for name, original in _torch_refs["guarded"].items():
+            if getattr(torch, name) is not original:
+                _fail(f"torch.{name} was replaced by code in the notebook; graded code must not patch library functions.")
+        if torch.testing.assert_close is not _torch_refs["testing_close"]:
+            _fail("torch.testing.assert_close was replaced by code in the notebook; graded code must not patch library functions.")
+
+
+def _describe_type(value: Any) -> str:
+    kind = type(value)
+    return kind.__name__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
+
+
+def _is_tensor(value: Any) -> bool:
+    return bool(_torch_refs) and isinstance(value, _torch_refs["tensor_base"])
+
+
+def _flat(values: Any) -> list:
+    if isinstance(values, list):
+        return [x for item in values for x in _flat(item)]
+    return [values]
+
+
+def _read(value: Any) -> tuple[tuple[int, ...], list, str]:
+    """Shape, flat Python values and dtype name of an ndarray, Tensor or Python scalar."""
+    if type(value) is _NDARRAY:
+        return tuple(value.shape), _flat(_ARRAY_TOLIST(value)), str(value.dtype)
+    if _is_tensor(value):
+        plain = value.detach().cpu()
+        return tuple(plain.shape), _flat(_torch_refs["tolist"](plain)), str(plain.dtype).replace("torch.", "")
+    if type(value) in (float, int, bool):
+        return (), [value], type(value).__name__
+    if _np.isscalar(value) and isinstance(value, _np.generic):
+        return (), [value.item()], str(value.dtype)
+    raise TypeError(f"cannot read values from {_describe_type(value)}")
+
+
+def expect_ndarray(value: Any, name: str, *, kinds: str = "f", ndim: int | None = None) -> None:
+    """Fail unless ``value`` is exactly a numpy.ndarray with a dtype kind in ``kinds`` ('f' float, 'b' bool, 'i' int)."""
+    verify_untampered()
+    if type(value) is not _NDARRAY:
+        _fail(f"{name} should be a numpy.ndarray, but it is a {_describe_type(value)}.",
+              "Return a real array (np.asarray(...)), not a list, a scalar or a custom object.")
+    if value.dtype.kind not in kinds:
+        wanted = {"f": "floating-point", "b": "boolean", "i": "integer", "u": "unsigned integer"}
+        _fail(f"{name} should have a {' or '.join(wanted[k] for k in kinds)} dtype, but its dtype is {value.dtype}.")
+    if ndim is not None and value.ndim != ndim:
+        _fail(f"{name} should have {ndim} dimensions, but it has shape {value.shape}.")
+
+
+def expect_tensor(value: Any, name: str, *, dtype: Any = None) -> None:
+    """Fail unless ``value`` is a torch.Tensor (optionally of ``dtype``)."""
+    verify_untampered()
+    refs = _capture_torch()
+    if not isinstance(value, refs["tensor_base"]):
+        _fail(f"{name} should be a torch.Tensor, but it is a {_describe_type(value)}.")
+    if dtype is not None and value.dtype != dtype:
+        _fail(f"{name} should have dtype {dtype}, but its dtype is {value.dtype}.")
+
+
+def expect_float(value: Any, name: str) -> None:
+    """Fail unless ``value`` is a real number (Python float or a numpy floating scalar)."""
+    verify_untampered()
+    if type(value) is float or (isinstance(value, _np.floating) and type(value).__module__ == "numpy"):
+        return
+    _fail(f"{name} should be a float, but it is a {_describe_type(value)}.",
+          "Convert with float(...) before returning.")
+
+
+def _format(value: Any) -> str:
+    shape, flat, _ = _read(value)
+    if not shape:
+        return f"{flat[0]:.6g}" if isinstance(flat[0], float) else repr(flat[0])
+    if len(flat) > 60:
+        return f"an array of shape {shape}"
+    return _np.array2string(_np.array(flat).reshape(shape), precision=4, suppress_small=True, separator=", ")
+
+
+def _close(a: Any, b: Any, rtol: float, atol: float) -> bool:
+    if isinstance(a, bool) or isinstance(b, bool):
+        return a == b and type(a) is type(b)
+    if math.isnan(a) or math.isnan(b):
+        return math.isnan(a) and math.isnan(b)
+    if math.isinf(a) or math.isinf(b):
+        return a == b
+    return abs(a - b) <= atol + rtol * abs(b)
+
+
+def _matches(actual: Any, expected: Any, rtol: float, atol: float) -> tuple[bool, str]:
+    """Whether two values agree; if not, a sentence saying where they differ."""
+    try:
+        shape_a, flat_a, _ = _read(actual)
+    except TypeError:
+        return False, f"it is a {_describe_type(actual)}"
+    shape_e, flat_e, _ = _read(expected)
+    if shape_a != shape_e:
+        return False, f"its shape is {shape_a} instead of {shape_e}"
+    worst, where = 0.0, None
+    for index, (a, e) in enumerate(zip(flat_a, flat_e)):
+        if not _close(a, e, rtol, atol):
+            gap = math.inf if (math.isnan(a) or math.isinf(a) or math.isinf(e)) else abs(a - e)
+            if where is None or gap > worst:
+                worst, where = gap, index
+    if where is None:
+        return True, ""
+    position = tuple(int(i) for i in _np.unravel_index(where, shape_e)) if shape_e else ()
+    at = f" at index {position}" if position else ""
+    return False, f"the largest difference is {worst:.3g}{at} (expected {flat_e[where]!r}, got {flat_a[where]!r})"
+
+
+def expect_close(actual: Any, expected: Any, name: str, *, rtol: float = 1e-5, atol: float = 1e-6,
+                 mistakes: Mapping[str, Any] | None = None, hint: str = "") -> None:
+    """Fail unless ``actual`` matches ``expected`` elementwise (same shape).
+
+    ``mistakes`` maps a misconception ("softmax over the wrong axis") to the value
+    that mistake would produce; when ``actual`` matches one of them the message
+    names it.
+    """
+    verify_untampered()
+    ok, where = _matches(actual, expected, rtol, atol)
+    if ok:
+        return
+    lines = [f"{name} is not right: {where}.", f"Expected: {_format(expected)}"]
+    try:
+        lines.append(f"Got:      {_format(actual)}")
+    except TypeError:
+        pass
+    for mistake, wrong_value in (mistakes or {}).items():
+        if _matches(actual, wrong_value, max(rtol, 1e-4), max(atol, 1e-5))[0]:
+            lines.append(f"This is what you get with this mistake: {mistake}.")
+            break
+    _fail("\n".join(lines), hint)
+
+
+def expect_equal(actual: Any, expected: Any, name: str, *, hint: str = "") -> None:
+    """Fail unless ``actual`` equals ``expected`` exactly (ints, bools, shapes, tuples, strings)."""
+    verify_untampered()
+    if type(actual) is not type(expected) and not (isinstance(expected, int) and type(actual) is int):
+        _fail(f"{name} should be a {_describe_type(expected)} equal to {expected!r}, but it is a "
+              f"{_describe_type(actual)}: {actual!r}.", hint)
+    if isinstance(expected, (int, float, str, bool, tuple)) and repr(actual) != repr(expected):
+        _fail(f"{name}: expected {expected!r}, got {actual!r}.", hint)
+
+
+def expect_raises(error: type[BaseException], call: Callable[[], Any], name: str, *, hint: str = "") -> BaseException:
+    """Fail unless ``call()`` raises ``error`` (or a subclass); returns the exception."""
+    verify_untampered()
+    try:
+        result = call()
+    except error as raised:
+        return raised
+    except Exception as raised:  # noqa: BLE001 - reported to the student
+        _fail(f"{name} should raise {error.__name__}, but it raised {type(raised).__name__}: {raised}", hint)
+    _fail(f"{name} should raise {error.__name__}, but it returned {result!r}.", hint)
+    raise AssertionError("unreachable")

@@ -1,0 +1,46 @@
+"""Published model configurations, each with the document its numbers come from."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """The attention-relevant shape of a published decoder-only transformer."""
+
+    name: str
+    num_layers: int
+    d_model: int
+    num_heads: int
+    num_kv_heads: int
+    head_dim: int
+    num_params: float  # total parameters, as published
+    source: str
+
+    @property
+    def weight_bytes_fp16(self) -> int:
+        """Bytes of the weights stored in fp16/bf16 (2 bytes per parameter)."""
+        return int(self.num_params * 2)
+
+
+GPT3_175B = ModelConfig(
+    "GPT-3 175B", num_layers=96, d_model=12288, num_heads=96, num_kv_heads=96, head_dim=128, num_params=175e9,
+    source="Brown et al. 2020, Language Models are Few-Shot Learners, Table 2.1")
+LLAMA2_7B = ModelConfig(
+    "Llama 2 7B", num_layers=32, d_model=4096, num_heads=32, num_kv_heads=32, head_dim=128, num_params=6.74e9,
+    source="Touvron et al. 2023, Llama 2, Table 1; config.json of meta-llama/Llama-2-7b-hf")
+LLAMA2_70B = ModelConfig(
+    "Llama 2 70B", num_layers=80, d_model=8192, num_heads=64, num_kv_heads=8, head_dim=128, num_params=68.98e9,
+    source="Touvron et al. 2023, Llama 2, Table 1 and section 2.2 (GQA); config.json of meta-llama/Llama-2-70b-hf")
+LLAMA3_8B = ModelConfig(
+    "Llama 3 8B", num_layers=32, d_model=4096, num_heads=32, num_kv_heads=8, head_dim=128, num_params=8.03e9,
+    source="Meta 2024, The Llama 3 Herd of Models, Table 3; config.json of meta-llama/Meta-Llama-3-8B")
+MISTRAL_7B = ModelConfig(
+    "Mistral 7B", num_layers=32, d_model=4096, num_heads=32, num_kv_heads=8, head_dim=128, num_params=7.24e9,
+    source="Jiang et al. 2023, Mistral 7B, Table 1")
+FALCON_7B = ModelConfig(
+    "Falcon 7B", num_layers=32, d_model=4544, num_heads=71, num_kv_heads=1, head_dim=64, num_params=7.22e9,
+    source="config.json of tiiuae/falcon-7b (multi_query: true); Almazrouei et al. 2023, The Falcon Series")
+
+PUBLISHED = (LLAMA2_7B, LLAMA2_70B, LLAMA3_8B, MISTRAL_7B, FALCON_7B)

@@ -1,0 +1,22 @@
+"""nbgrader configuration of the course: `python -m autograder` and plain `nbgrader` both read it.
+
+Plain nbgrader, from the repository root:
+    nbgrader generate_assignment 01_similarity --force --JupyterApp.config_file=autograder/nbgrader_config.py
+"""
+from pathlib import Path
+
+c = get_config()  # noqa: F821 - provided by traitlets when it loads this file
+
+ROOT = Path(__file__).resolve().parent.parent
+
+c.CourseDirectory.course_id = "attention-by-hand"
+c.CourseDirectory.root = str(ROOT)
+c.CourseDirectory.source_directory = "solutions"
+c.CourseDirectory.release_directory = "exercises"
+c.CourseDirectory.db_url = f"sqlite:///{ROOT / 'gradebook.db'}"
+c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", ".*"]
+
+c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
+c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
+c.Execute.timeout = 60
+c.Execute.allow_errors = True

@@ -1,0 +1,138 @@
+"""Chapter 1 answers: dot, cosine_similarity, similarity_matrix, softmax."""
+
+from tests.bank import Answer
+
+ASSIGNMENT = "01_similarity"
+
+WRONG = [
+    Answer("dot", "sum(a) * sum(b)", """
+def dot(a, b):
+    return float(np.sum(a) * np.sum(b))
+""", message="sum(a) * sum(b)"),
+    Answer("dot", "returns the elementwise product, not its sum", """
+def dot(a, b):
+    return a * b
+"""),
+    Answer("dot", "adds instead of multiplying", """
+def dot(a, b):
+    return float(np.sum(a + b))
+""", message="adding instead of multiplying"),
+    Answer("dot", "truncates to an int", """
+def dot(a, b):
+    return int(a @ b)
+"""),
+    Answer("cosine_similarity", "divides by |a|^2", """
+def cosine_similarity(a, b):
+    if not np.any(a) or not np.any(b):
+        raise ValueError("zero vector")
+    return float(a @ b / np.linalg.norm(a) ** 2)
+""", message="|a|^2"),
+    Answer("cosine_similarity", "divides by |a| + |b|", """
+def cosine_similarity(a, b):
+    if not np.any(a) or not np.any(b):
+        raise ValueError("zero vector")
+    return float(a @ b / (np.linalg.norm(a) + np.linalg.norm(b)))
+""", message="|a| + |b|"),
+    Answer("cosine_similarity", "returns nan for a zero vector instead of raising", """
+def cosine_similarity(a, b):
+    with np.errstate(all="ignore"):
+        return float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b)))
+""", message="should raise ValueError"),
+    Answer("cosine_similarity", "checks only the first vector for zero", """
+def cosine_similarity(a, b):
+    if not np.any(a):
+        raise ValueError("zero vector")
+    with np.errstate(all="ignore"):
+        return float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b)))
+"""),
+    Answer("cosine_similarity", "returns the angle instead of its cosine", """
+def cosine_similarity(a, b):
+    if not np.any(a) or not np.any(b):
+        raise ValueError("zero vector")
+    return float(np.arccos(np.clip(a @ b / (np.linalg.norm(a) * np.linalg.norm(b)), -1, 1)))
+""", message="arccos"),
+    Answer("similarity_matrix", "K @ Q.T: the result is transposed", """
+def similarity_matrix(Q, K):
+    return K @ np.swapaxes(Q, -1, -2)
+""", message="transposed"),
+    Answer("similarity_matrix", "K.T reverses every axis of a batched K", """
+def similarity_matrix(Q, K):
+    return Q @ K.T
+"""),
+    Answer("similarity_matrix", "cosine similarities instead of dot products", """
+def similarity_matrix(Q, K):
+    Qn = Q / np.linalg.norm(Q, axis=-1, keepdims=True)
+    Kn = K / np.linalg.norm(K, axis=-1, keepdims=True)
+    return Qn @ np.swapaxes(Kn, -1, -2)
+"""),
+    Answer("similarity_matrix", "returns a nested list", """
+def similarity_matrix(Q, K):
+    return (Q @ np.swapaxes(K, -1, -2)).tolist()
+"""),
+    Answer("softmax", "no max subtraction: exp overflows for large scores", """
+def softmax(x, axis=-1):
+    e = np.exp(x)
+    return e / e.sum(axis=axis, keepdims=True)
+"""),
+    Answer("softmax", "always normalises over axis 0", """
+def softmax(x, axis=-1):
+    e = np.exp(x - x.max(axis=0, keepdims=True))
+    return e / e.sum(axis=0, keepdims=True)
+""", message="wrong axis"),
+    Answer("softmax", "normalises over the whole array", """
+def softmax(x, axis=-1):
+    e = np.exp(x - np.max(x))
+    return e / e.sum()
+"""),
+    Answer("softmax", "max subtraction gives nan on a fully masked row", """
+def softmax(x, axis=-1):
+    with np.errstate(all="ignore"):
+        e = np.exp(x - x.max(axis=axis, keepdims=True))
+        return e / e.sum(axis=axis, keepdims=True)
+""", message="fully masked"),
+    Answer("softmax", "forgets keepdims, so the subtraction broadcasts along the wrong axis", """
+def softmax(x, axis=-1):
+    with np.errstate(all="ignore"):
+        e = np.exp(x - x.max(axis=axis))
+        return e / e.sum(axis=axis)
+"""),
+    Answer("softmax", "replaces nan by 1/n in fully masked rows", """
+def softmax(x, axis=-1):
+    with np.errstate(all="ignore"):
+        e = np.exp(x - x.max(axis=axis, keepdims=True))
+        out = e / e.sum(axis=axis, keepdims=True)
+    n = x.shape[axis]
+    return np.where(np.isnan(out), 1.0 / n, out)
+"""),
+]
+
+RIGHT = [
+    Answer("dot", "an explicit loop", """
+def dot(a, b):
+    total = 0.0
+    for x, y in zip(a, b):
+        total += x * y
+    return float(total)
+"""),
+    Answer("cosine_similarity", "normalise first, then take the dot product", """
+def cosine_similarity(a, b):
+    na, nb = np.sqrt(np.sum(a * a)), np.sqrt(np.sum(b * b))
+    if na == 0.0 or nb == 0.0:
+        raise ValueError("a zero vector has no direction")
+    return float(np.dot(a / na, b / nb))
+"""),
+    Answer("similarity_matrix", "einsum", """
+def similarity_matrix(Q, K):
+    return np.einsum("...id,...jd->...ij", Q, K)
+"""),
+    Answer("softmax", "log-sum-exp with masked rows handled by nan_to_num", """
+def softmax(x, axis=-1):
+    x = np.asarray(x, dtype=np.float64)
+    m = np.max(x, axis=axis, keepdims=True)
+    m[~np.isfinite(m)] = 0.0
+    z = np.exp(x - m)
+    s = np.sum(z, axis=axis, keepdims=True)
+    s[s == 0] = 1.0
+    return z / s
+"""),
+]

@@ -1,0 +1,54 @@
+"""Tests of the tests: wrong answers lose points, differently written right answers keep them all."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests import bank
+from tests.harness import code_cells, run_notebook, score, solution_notebook
+
+MODULES = bank.modules()
+WRONG = [(m.ASSIGNMENT, a) for m in MODULES for a in m.WRONG]
+RIGHT = [(m.ASSIGNMENT, a) for m in MODULES for a in m.RIGHT]
+
+
+def _id(case: tuple[str, bank.Answer]) -> str:
+    assignment, answer = case
+    return f"{assignment}:{answer.cell}:{answer.mistake}"
+
+
+@pytest.mark.parametrize("case", WRONG, ids=_id)
+def test_wrong_answer_loses_points(case: tuple[str, bank.Answer]) -> None:
+    assignment, answer = case
+    results = run_notebook(assignment, {answer.cell: answer.source})
+    earned, possible = score(results)
+    assert earned < possible, f"the wrong answer '{answer.mistake}' for {answer.cell} kept full marks"
+    messages = "\n".join(r.message for r in results if not r.passed)
+    assert answer.message in messages, (
+        f"the feedback for '{answer.mistake}' should mention {answer.message!r}; it said:\n{messages}")
+
+
+@pytest.mark.parametrize("case", RIGHT, ids=_id)
+def test_right_answer_keeps_full_marks(case: tuple[str, bank.Answer]) -> None:
+    assignment, answer = case
+    results = run_notebook(assignment, {answer.cell: answer.source})
+    failed = [f"{r.grade_id}: {r.message}" for r in results if not r.passed]
+    assert not failed, f"the correct answer '{answer.mistake}' for {answer.cell} lost points:\n" + "\n".join(failed)
+
+
+@pytest.mark.parametrize("module", MODULES, ids=lambda m: m.ASSIGNMENT)
+def test_bank_covers_every_graded_function(module) -> None:
+    solution_cells = [meta["grade_id"] for meta, _ in code_cells(solution_notebook(module.ASSIGNMENT))
+                      if meta.get("solution")]
+    for cell in solution_cells:
+        wrong = sum(a.cell == cell for a in module.WRONG)
+        right = sum(a.cell == cell for a in module.RIGHT)
+        assert wrong >= 3, f"{module.ASSIGNMENT}: only {wrong} wrong answers for {cell} (want at least 3)"
+        assert right >= 1, f"{module.ASSIGNMENT}: no differently written right answer for {cell}"
+
+
+@pytest.mark.parametrize("module", MODULES, ids=lambda m: m.ASSIGNMENT)
+def test_reference_solution_passes_every_test_in_process(module) -> None:
+    results = run_notebook(module.ASSIGNMENT)
+    earned, possible = score(results)
+    assert possible > 0 and earned == possible, [r for r in results if not r.passed]
