@@ -1,0 +1,145 @@
+"""Chapter 2 answers: causal_mask, scaled_dot_product_attention."""
+
+from tests.bank import Answer
+
+ASSIGNMENT = "02_scaled_attention"
+
+_SOFTMAX_ROWS = """
+    peak = scores.max(axis=-1, keepdims=True)
+    peak = np.where(np.isfinite(peak), peak, 0.0)
+    e = np.exp(scores - peak)
+    total = e.sum(axis=-1, keepdims=True)
+    weights = np.divide(e, total, out=np.zeros_like(e), where=total > 0)
+    return weights @ V, weights
+"""
+
+WRONG = [
+    Answer("causal_mask", "upper-left alignment (np.tril without offset)", """
+def causal_mask(n_q, n_k=None):
+    n_k = n_q if n_k is None else n_k
+    return np.tril(np.ones((n_q, n_k), dtype=bool))
+""", message="upper-left alignment"),
+    Answer("causal_mask", "inverted: True marks the future", """
+def causal_mask(n_q, n_k=None):
+    n_k = n_q if n_k is None else n_k
+    return np.arange(n_k)[None, :] > np.arange(n_q)[:, None] + (n_k - n_q)
+""", message="inverted"),
+    Answer("causal_mask", "off by one: a query cannot see itself", """
+def causal_mask(n_q, n_k=None):
+    n_k = n_q if n_k is None else n_k
+    return np.arange(n_k)[None, :] < np.arange(n_q)[:, None] + (n_k - n_q)
+""", message="its own position"),
+    Answer("causal_mask", "returns 0/1 floats instead of booleans", """
+def causal_mask(n_q, n_k=None):
+    n_k = n_q if n_k is None else n_k
+    return np.tril(np.ones((n_q, n_k)), k=n_k - n_q)
+"""),
+    Answer("causal_mask", "ignores n_k and always returns a square mask", """
+def causal_mask(n_q, n_k=None):
+    return np.tril(np.ones((n_q, n_q), dtype=bool))
+"""),
+    Answer("scaled_dot_product_attention", "no 1/sqrt(d_k) scaling", """
+def scaled_dot_product_attention(Q, K, V, mask=None):
+    scores = Q @ np.swapaxes(K, -1, -2)
+    if mask is not None:
+        scores = np.where(mask, scores, -np.inf)
+""" + _SOFTMAX_ROWS, message="no 1/sqrt(d_k)"),
+    Answer("scaled_dot_product_attention", "scales by sqrt(d_v)", """
+def scaled_dot_product_attention(Q, K, V, mask=None):
+    scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(V.shape[-1])
+    if mask is not None:
+        scores = np.where(mask, scores, -np.inf)
+""" + _SOFTMAX_ROWS, message="sqrt(d_v)"),
+    Answer("scaled_dot_product_attention", "softmax over the queries (axis -2)", """
+def scaled_dot_product_attention(Q, K, V, mask=None):
+    scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])
+    if mask is not None:
+        scores = np.where(mask, scores, -1e30)
+    e = np.exp(scores - scores.max(axis=-2, keepdims=True))
+    weights = e / e.sum(axis=-2, keepdims=True)
+    return weights @ V, weights
+""", message="wrong axis"),
+    Answer("scaled_dot_product_attention", "inverted mask", """
+def scaled_dot_product_attention(Q, K, V, mask=None):
+    scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])
+    if mask is not None:
+        scores = np.where(mask, -np.inf, scores)
+""" + _SOFTMAX_ROWS),
+    Answer("scaled_dot_product_attention", "mask ignored", """
+def scaled_dot_product_attention(Q, K, V, mask=None):
+    scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])
+""" + _SOFTMAX_ROWS),
+    Answer("scaled_dot_product_attention", "masks with -1e9: fully masked rows get uniform weights", """
+def scaled_dot_product_attention(Q, K, V, mask=None):
+    scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])
+    if mask is not None:
+        scores = np.where(mask, scores, -1e9)
+""" + _SOFTMAX_ROWS, message="uniform weights"),
+    Answer("scaled_dot_product_attention", "multiplies scores by the mask instead of setting -inf", """
+def scaled_dot_product_attention(Q, K, V, mask=None):
+    scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])
+    if mask is not None:
+        scores = scores * mask
+""" + _SOFTMAX_ROWS),
+    Answer("scaled_dot_product_attention", "fully masked rows come out as nan", """
+def scaled_dot_product_attention(Q, K, V, mask=None):
+    scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])
+    if mask is not None:
+        scores = np.where(mask, scores, -np.inf)
+    with np.errstate(all="ignore"):
+        e = np.exp(scores - scores.max(axis=-1, keepdims=True))
+        weights = e / e.sum(axis=-1, keepdims=True)
+    return weights @ V, weights
+"""),
+    Answer("scaled_dot_product_attention", "no max subtraction: overflow on large scores", """
+def scaled_dot_product_attention(Q, K, V, mask=None):
+    scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])
+    if mask is not None:
+        scores = np.where(mask, scores, -np.inf)
+    with np.errstate(all="ignore"):
+        e = np.exp(scores)
+        total = e.sum(axis=-1, keepdims=True)
+        weights = np.where(total > 0, e / total, 0.0)
+    return weights @ V, weights
+"""),
+    Answer("scaled_dot_product_attention", "returns (weights, output)", """
+def scaled_dot_product_attention(Q, K, V, mask=None):
+    scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])
+    if mask is not None:
+        scores = np.where(mask, scores, -np.inf)
+    peak = scores.max(axis=-1, keepdims=True)
+    peak = np.where(np.isfinite(peak), peak, 0.0)
+    e = np.exp(scores - peak)
+    total = e.sum(axis=-1, keepdims=True)
+    weights = np.divide(e, total, out=np.zeros_like(e), where=total > 0)
+    return weights, weights @ V
+"""),
+    Answer("scaled_dot_product_attention", "K.T instead of swapping the last two axes", """
+def scaled_dot_product_attention(Q, K, V, mask=None):
+    scores = Q @ K.T / np.sqrt(Q.shape[-1])
+    if mask is not None:
+        scores = np.where(mask, scores, -np.inf)
+""" + _SOFTMAX_ROWS),
+]
+
+RIGHT = [
+    Answer("causal_mask", "np.tril with the lower-right offset", """
+def causal_mask(n_q, n_k=None):
+    if n_k is None:
+        n_k = n_q
+    return np.tril(np.ones((n_q, n_k), dtype=bool), k=n_k - n_q)
+"""),
+    Answer("scaled_dot_product_attention", "einsum and a -inf-safe softmax", """
+def scaled_dot_product_attention(Q, K, V, mask=None):
+    d_k = Q.shape[-1]
+    scores = np.einsum("...qd,...kd->...qk", Q, K) / np.sqrt(d_k)
+    if mask is not None:
+        scores = np.where(np.broadcast_to(mask, scores.shape), scores, -np.inf)
+    row_max = np.max(scores, axis=-1, keepdims=True)
+    row_max[np.isneginf(row_max)] = 0.0
+    z = np.exp(scores - row_max)
+    s = z.sum(axis=-1, keepdims=True)
+    weights = z / np.where(s == 0, 1.0, s)
+    return np.einsum("...qk,...kv->...qv", weights, V), weights
+"""),
+]
