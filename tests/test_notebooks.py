@@ -1,0 +1,52 @@
+"""Student notebooks under a real kernel: completed with the reference code and copied alone into
+an empty folder, every cell runs, every visible test passes, and nothing reaches stderr."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+from autograder import ASSIGNMENTS, ROOT
+
+PRESENT = [a for a in ASSIGNMENTS if (ROOT / "exercises" / a).is_dir()]
+
+
+def _completed_exercise(assignment: str) -> nbformat.NotebookNode:
+    """The student notebook with each solution cell replaced by the reference solution's cell."""
+    (exercise,) = (ROOT / "exercises" / assignment).glob("*.ipynb")
+    solution = json.loads((ROOT / "solutions" / assignment / exercise.name).read_text())
+    answers = {c["metadata"]["nbgrader"]["grade_id"]: c["source"] for c in solution["cells"]
+               if c["metadata"].get("nbgrader", {}).get("solution")}
+    notebook = nbformat.read(exercise, as_version=4)
+    for cell in notebook.cells:
+        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+        if grade_id in answers:
+            cell.source = "".join(answers[grade_id])
+    return notebook
+
+
+@pytest.mark.parametrize("assignment", PRESENT)
+def test_completed_exercise_runs_alone_and_silently(assignment: str, tmp_path: Path) -> None:
+    notebook = _completed_exercise(assignment)
+    os.environ.pop("PYTHONPATH", None)
+    client = NotebookClient(notebook, timeout=120, kernel_name="python3",
+                            resources={"metadata": {"path": str(tmp_path)}})
+    client.execute(cwd=str(tmp_path))
+    assert list(tmp_path.iterdir()) == [] or all(p.is_file() for p in tmp_path.iterdir())
+    for cell in notebook.cells:
+        if cell.cell_type != "code":
+            continue
+        for output in cell.outputs:
+            assert output.output_type != "error", f"{cell.metadata['nbgrader']['grade_id']}: {output.get('evalue')}"
+            assert output.get("name") != "stderr", (
+                f"{cell.metadata['nbgrader']['grade_id']} writes to stderr (nbgrader would score it zero): {output.text[:300]}")
+        if cell.metadata["nbgrader"].get("grade") and "visible" in cell.source.lower():
+            printed = "".join(o.get("text", "") for o in cell.outputs if o.output_type == "stream")
+            assert "passed" in printed, f"{cell.metadata['nbgrader']['grade_id']} did not report success"
+    assert sys.executable
