@@ -208,13 +208,11 @@ def expect_close(actual: Any, expected: Any, name: str, *, rtol: float = 1e-5, a
 
 
 def expect_equal(actual: Any, expected: Any, name: str, *, hint: str = "") -> None:
-    """Fail unless ``actual`` equals ``expected`` exactly (ints, bools, shapes, tuples, strings)."""
+    """Fail unless ``actual`` has exactly the type and the value of ``expected`` (ints, strings, tuples, shapes)."""
     verify_untampered()
-    if type(actual) is not type(expected) and not (isinstance(expected, int) and type(actual) is int):
-        _fail(f"{name} should be a {_describe_type(expected)} equal to {expected!r}, but it is a "
-              f"{_describe_type(actual)}: {actual!r}.", hint)
-    if isinstance(expected, (int, float, str, bool, tuple)) and repr(actual) != repr(expected):
-        _fail(f"{name}: expected {expected!r}, got {actual!r}.", hint)
+    if type(actual) is not type(expected) or repr(actual) != repr(expected):
+        _fail(f"{name}: expected {expected!r} (a {_describe_type(expected)}), got {actual!r} (a {_describe_type(actual)}).",
+              hint)
 
 
 def expect_raises(error: type[BaseException], call: Callable[[], Any], name: str, *, hint: str = "") -> BaseException:
