@@ -1,0 +1,173 @@
+"""Chapter 6 answers: attention_flops, achieved_tflops, kernel_name, time_sdpa."""
+
+from tests.bank import Answer
+
+ASSIGNMENT = "06_gpu_sdpa"
+
+WRONG = [
+    Answer("attention_flops", "a multiply-add counted as one FLOP", """
+def attention_flops(batch, num_heads, seq_q, seq_k, head_dim, causal=False):
+    flops = 2 * batch * num_heads * seq_q * seq_k * head_dim
+    return flops // 2 if causal else flops
+""", message="a multiply-add counted as 1 FLOP"),
+    Answer("attention_flops", "ignores the causal mask", """
+def attention_flops(batch, num_heads, seq_q, seq_k, head_dim, causal=False):
+    return 4 * batch * num_heads * seq_q * seq_k * head_dim
+""", message="the causal mask ignored"),
+    Answer("attention_flops", "halves with / 2 and returns a float", """
+def attention_flops(batch, num_heads, seq_q, seq_k, head_dim, causal=False):
+    flops = 4 * batch * num_heads * seq_q * seq_k * head_dim
+    return flops / 2 if causal else flops
+""", message="not / 2"),
+    Answer("attention_flops", "squares the query length", """
+def attention_flops(batch, num_heads, seq_q, seq_k, head_dim, causal=False):
+    flops = 4 * batch * num_heads * seq_q * seq_q * head_dim
+    return flops // 2 if causal else flops
+""", message="seq_q used twice"),
+    Answer("attention_flops", "forgets the batch", """
+def attention_flops(batch, num_heads, seq_q, seq_k, head_dim, causal=False):
+    flops = 4 * num_heads * seq_q * seq_k * head_dim
+    return flops // 2 if causal else flops
+"""),
+    Answer("achieved_tflops", "divides by 1e9: GFLOP/s", """
+def achieved_tflops(flops, seconds):
+    return float(flops / seconds / 1e9)
+""", message="GFLOP/s"),
+    Answer("achieved_tflops", "binary tera, 2**40", """
+def achieved_tflops(flops, seconds):
+    return float(flops / seconds / 2**40)
+""", message="binary tera"),
+    Answer("achieved_tflops", "seconds over FLOPs", """
+def achieved_tflops(flops, seconds):
+    return float(seconds / flops / 1e12)
+""", message="upside down"),
+    Answer("achieved_tflops", "multiplies by the time", """
+def achieved_tflops(flops, seconds):
+    return float(flops * seconds / 1e12)
+""", message="FLOPs times seconds"),
+    Answer("kernel_name", "returns the dispatcher, aten::scaled_dot_product_attention", """
+def kernel_name(q, k, v, backend, is_causal=False):
+    with quiet_stderr(), sdpa_kernel(backend), profile(activities=[ProfilerActivity.CPU]) as prof:
+        F.scaled_dot_product_attention(q, k, v, is_causal=is_causal)
+    return next(e.name for e in prof.events() if "scaled_dot_product" in e.name)
+""", message="is the dispatcher that calls the kernel"),
+    Answer("kernel_name", "returns the op that took the most time", """
+def kernel_name(q, k, v, backend, is_causal=False):
+    with quiet_stderr(), sdpa_kernel(backend), profile(activities=[ProfilerActivity.CPU]) as prof:
+        F.scaled_dot_product_attention(q, k, v, is_causal=is_causal)
+    return max(prof.key_averages(), key=lambda e: e.self_cpu_time_total).key
+"""),
+    Answer("kernel_name", "never forces the backend", """
+def kernel_name(q, k, v, backend, is_causal=False):
+    with quiet_stderr(), profile(activities=[ProfilerActivity.CPU]) as prof:
+        F.scaled_dot_product_attention(q, k, v, is_causal=is_causal)
+    return next(e.name for e in prof.events() if e.name.startswith("aten::_scaled_dot_product"))
+""", message="Did you force the backend"),
+    Answer("kernel_name", "looks the name up from the backend instead of profiling", """
+def kernel_name(q, k, v, backend, is_causal=False):
+    names = {SDPBackend.MATH: "aten::_scaled_dot_product_attention_math",
+             SDPBackend.FLASH_ATTENTION: "aten::_scaled_dot_product_flash_attention_for_cpu"}
+    with sdpa_kernel(backend):
+        F.scaled_dot_product_attention(q, k, v, is_causal=is_causal)
+    return names[backend]
+""", message="outside torch.profiler"),
+    Answer("kernel_name", "drops is_causal", """
+def kernel_name(q, k, v, backend, is_causal=False):
+    with quiet_stderr(), sdpa_kernel(backend), profile(activities=[ProfilerActivity.CPU]) as prof:
+        F.scaled_dot_product_attention(q, k, v)
+    return next(e.name for e in prof.events() if e.name.startswith("aten::_scaled_dot_product"))
+""", message="pass is_causal on"),
+    Answer("kernel_name", "catches the error and falls back to the default backend", """
+def kernel_name(q, k, v, backend, is_causal=False):
+    with quiet_stderr(), profile(activities=[ProfilerActivity.CPU]) as prof:
+        try:
+            with sdpa_kernel(backend):
+                F.scaled_dot_product_attention(q, k, v, is_causal=is_causal)
+        except RuntimeError:
+            F.scaled_dot_product_attention(q, k, v, is_causal=is_causal)
+    return next(e.name for e in prof.events() if e.name.startswith("aten::_scaled_dot_product"))
+""", message="should raise RuntimeError"),
+    Answer("time_sdpa", "never forces the backend", """
+def time_sdpa(q, k, v, backend, is_causal=False):
+    timer = benchmark.Timer("F.scaled_dot_product_attention(q, k, v, is_causal=c)",
+                            globals={"F": F, "q": q, "k": k, "v": v, "c": is_causal},
+                            num_threads=torch.get_num_threads())
+    return float(timer.blocked_autorange(min_run_time=0.2).median)
+""", message="must raise RuntimeError"),
+    Answer("time_sdpa", "forces the backend only while building the Timer", """
+def time_sdpa(q, k, v, backend, is_causal=False):
+    with sdpa_kernel(backend):
+        timer = benchmark.Timer("F.scaled_dot_product_attention(q, k, v, is_causal=c)",
+                                globals={"F": F, "q": q, "k": k, "v": v, "c": is_causal},
+                                num_threads=torch.get_num_threads())
+    return float(timer.blocked_autorange(min_run_time=0.2).median)
+""", message="it timed some other backend"),
+    Answer("time_sdpa", "Timer's default of one thread", """
+def time_sdpa(q, k, v, backend, is_causal=False):
+    timer = benchmark.Timer("F.scaled_dot_product_attention(q, k, v, is_causal=c)",
+                            globals={"F": F, "q": q, "k": k, "v": v, "c": is_causal})
+    with sdpa_kernel(backend):
+        return float(timer.blocked_autorange(min_run_time=0.2).median)
+""", message="benchmark.Timer defaults to one thread"),
+    Answer("time_sdpa", "returns milliseconds", """
+def time_sdpa(q, k, v, backend, is_causal=False):
+    timer = benchmark.Timer("F.scaled_dot_product_attention(q, k, v, is_causal=c)",
+                            globals={"F": F, "q": q, "k": k, "v": v, "c": is_causal},
+                            num_threads=torch.get_num_threads())
+    with sdpa_kernel(backend):
+        return float(timer.blocked_autorange(min_run_time=0.2).median * 1e3)
+""", message="not ms or us"),
+    Answer("time_sdpa", "a median of perf_counter timings instead of torch.utils.benchmark", """
+import statistics
+import time
+
+def time_sdpa(q, k, v, backend, is_causal=False):
+    times = []
+    with sdpa_kernel(backend):
+        for _ in range(20):
+            start = time.perf_counter()
+            F.scaled_dot_product_attention(q, k, v, is_causal=is_causal)
+            times.append(time.perf_counter() - start)
+    return float(statistics.median(times))
+""", message="outside torch.utils.benchmark"),
+    Answer("time_sdpa", "drops is_causal", """
+def time_sdpa(q, k, v, backend, is_causal=False):
+    timer = benchmark.Timer("F.scaled_dot_product_attention(q, k, v)", globals={"F": F, "q": q, "k": k, "v": v},
+                            num_threads=torch.get_num_threads())
+    with sdpa_kernel(backend):
+        return float(timer.blocked_autorange(min_run_time=0.2).median)
+""", message="did not pass is_causal"),
+]
+
+RIGHT = [
+    Answer("attention_flops", "counts multiply-adds, then doubles", """
+def attention_flops(batch, num_heads, seq_q, seq_k, head_dim, causal=False):
+    multiply_adds_per_head = seq_q * seq_k * head_dim + seq_q * head_dim * seq_k
+    total = 2 * multiply_adds_per_head * batch * num_heads
+    if causal:
+        total //= 2
+    return int(total)
+"""),
+    Answer("achieved_tflops", "scales first with 1e-12", """
+def achieved_tflops(flops, seconds):
+    per_second = flops * 1e-12
+    return per_second / seconds
+"""),
+    Answer("kernel_name", "the dispatcher's first child with the aten prefix, from key_averages", """
+def kernel_name(q, k, v, backend, is_causal=False):
+    with quiet_stderr():
+        with sdpa_kernel([backend]):
+            with profile(activities=[ProfilerActivity.CPU]) as prof:
+                F.scaled_dot_product_attention(q, k, v, attn_mask=None, is_causal=is_causal)
+    keys = [event.key for event in prof.key_averages()]
+    inner = [key for key in keys if key.startswith("aten::_scaled_dot_product")]
+    return str(inner[0])
+"""),
+    Answer("time_sdpa", "a multi-line statement that forces the backend inside the timed code, timeit(50)", """
+def time_sdpa(q, k, v, backend, is_causal=False):
+    stmt = "with sdpa_kernel(backend):\\n    F.scaled_dot_product_attention(q, k, v, is_causal=is_causal)"
+    env = {"sdpa_kernel": sdpa_kernel, "backend": backend, "F": F, "q": q, "k": k, "v": v, "is_causal": is_causal}
+    measurement = benchmark.Timer(stmt, globals=env, num_threads=torch.get_num_threads()).timeit(50)
+    return measurement.median
+"""),
+]
