@@ -12,6 +12,7 @@ model code is the course's reference solution, loaded with `load_solution("04_kv
 
 from __future__ import annotations
 
+import statistics
 import time
 from dataclasses import dataclass
 
@@ -96,17 +97,21 @@ def stepwise_logits(model: torch.nn.Module, ids: torch.Tensor, prefill: int) -> 
 
 def time_generate(model: torch.nn.Module, prompt: torch.Tensor, new_tokens: int, use_cache: bool,
                   repeats: int = 1) -> float:
-    """Best of `repeats` wall-clock seconds of generate(model, prompt, new_tokens, use_cache)."""
+    """Best of `repeats` timings of generate(model, prompt, new_tokens, use_cache), in seconds of CPU time.
+
+    CPU time (time.process_time) rather than wall-clock time: with torch on one thread it equals the
+    wall-clock time of an idle machine, and other programs on a shared machine do not inflate it.
+    """
     times = []
     for _ in range(repeats):
-        start = time.perf_counter()
+        start = time.process_time()
         ch4.generate(model, prompt, new_tokens, use_cache=use_cache)
-        times.append(time.perf_counter() - start)
+        times.append(time.process_time() - start)
     return min(times)
 
 
 def decode_speed(model: torch.nn.Module, prompt: torch.Tensor, lengths: tuple[int, ...], rounds: int = 3,
-                 round_s: float = 0.05) -> list[dict[str, float]]:
+                 round_s: float = 0.02) -> list[dict[str, float]]:
     """Tokens per second of greedy decoding, with and without the cache, for each generated length.
 
     Every (length, cache or not) pair is timed once per round, rounds interleaved, and each time is
@@ -133,30 +138,33 @@ def crossover(rows: list[dict[str, float]]) -> int | None:
     return None
 
 
-def append_seconds(cache_len: int, method: str, num_heads: int = 8, head_dim: int = 64,
+def append_seconds(cache_len: int, method: str, num_heads: int = 8, head_dim: int = 64, appends: int = 200,
                    min_run_time: float = 0.05) -> float:
     """Median seconds to append one position's keys and values to a cache already holding `cache_len`.
 
-    method "preallocated": the write and the slicing of KVCache.update (the buffer was allocated once);
-    method "cat": torch.cat of the old keys and values with the new ones, as a cache grown step by step
-    does (a copy of the whole cache).
+    method "preallocated": chapter 4's KVCache.update, timed call by call over `appends` successive
+    single-position updates (its buffer holds cache_len + appends positions, allocated once);
+    method "cat": torch.cat of the old keys and values with the new ones, as a cache grown step by
+    step does (a copy of the whole cache), timed with torch.utils.benchmark.
     Shapes: one layer, batch 1, (1, num_heads, cache_len, head_dim) in float32.
     """
     old = torch.randn(1, num_heads, cache_len, head_dim)
-    env = {"torch": torch, "n": cache_len, "k_new": torch.randn(1, num_heads, 1, head_dim)}
+    new = torch.randn(1, num_heads, 1, head_dim)
     if method == "preallocated":
-        # What KVCache.update does: write the new position in place, return views of the filled part.
-        keys, values = torch.zeros(2, 1, num_heads, cache_len + 1, head_dim)
-        keys[:, :, :cache_len], values[:, :, :cache_len] = old, old
-        env.update(keys=keys, values=values)
-        stmt = "keys[:, :, n:n + 1] = k_new; values[:, :, n:n + 1] = k_new; keys[:, :, :n + 1]; values[:, :, :n + 1]"
-    elif method == "cat":
-        env.update(k=old, v=old.clone())
-        stmt = "torch.cat([k, k_new], dim=2); torch.cat([v, k_new], dim=2)"
-    else:
-        raise ValueError(f"unknown method {method!r}")
-    timer = benchmark.Timer(stmt=stmt, globals=env, num_threads=torch.get_num_threads())
-    return timer.blocked_autorange(min_run_time=min_run_time).median
+        cache = ch4.KVCache(1, num_heads, cache_len + appends, head_dim)
+        cache.update(old, old)
+        times = []
+        for _ in range(appends):
+            start = time.perf_counter()
+            cache.update(new, new)
+            times.append(time.perf_counter() - start)
+        return statistics.median(times)
+    if method == "cat":
+        timer = benchmark.Timer(stmt="torch.cat([k, new], dim=2); torch.cat([v, new], dim=2)",
+                                globals={"torch": torch, "k": old, "v": old.clone(), "new": new},
+                                num_threads=torch.get_num_threads())
+        return timer.blocked_autorange(min_run_time=min_run_time).median
+    raise ValueError(f"unknown method {method!r}")
 
 
 def cache_growth(lengths: tuple[int, ...], **kwargs: int) -> list[dict[str, float]]:
