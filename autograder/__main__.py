@@ -3,20 +3,53 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+from pathlib import Path
 
+from autograder import ROOT
 from autograder.release import release
+
+
+def _grade_parser(commands) -> None:
+    grade = commands.add_parser(
+        "grade", help="grade a class: grades.csv, feedback/ and report.html in --out",
+        description="Grade every submission with nbgrader, in parallel, in sandboxed kernels. SUBMISSIONS is a "
+                    "folder SUBMISSIONS/<student_id>/<assignment>/<notebook>.ipynb, a zip of that layout, or a "
+                    "Canvas submissions zip. Re-running grades only what changed.")
+    grade.add_argument("submissions", type=Path, help="folder or zip of submissions")
+    grade.add_argument("--out", type=Path, required=True, help="folder for grades.csv, feedback/, report.html")
+    grade.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="parallel graders (default: cores)")
+    grade.add_argument("--db", default="", help="gradebook SQLAlchemy URL (default: sqlite in --out)")
+    grade.add_argument("--source", type=Path, default=ROOT / "solutions",
+                       help="folder of nbgrader source assignments (default: solutions/)")
+    grade.add_argument("--cell-timeout", type=int, default=60, help="seconds one cell may run (default 60)")
+    grade.add_argument("--timeout", type=int, default=600,
+                       help="seconds of wall and CPU time for one submission (default 600)")
+    grade.add_argument("--memory", type=float, default=3.0, help="GiB of address space per kernel (default 3)")
+    grade.add_argument("--no-isolate", action="store_true",
+                       help="do not run kernels as separate unprivileged users (resource limits still apply)")
+    grade.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m autograder", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("release", help="regenerate exercises/ from solutions/ with nbgrader")
+    _grade_parser(commands)
     args = parser.parse_args(argv)
     if args.command == "release":
         for folder in release():
             print(f"released {folder}")
-    return 0
+        return 0
+    from autograder.grade import Options, grade
+
+    if not args.submissions.exists():
+        parser.error(f"no such folder or zip: {args.submissions}")
+    return grade(Options(submissions=args.submissions, out=args.out, jobs=max(1, args.jobs), db_url=args.db,
+                         source=args.source.resolve(), cell_timeout=args.cell_timeout,
+                         submission_timeout=args.timeout, memory_bytes=int(args.memory * 2**30),
+                         isolate=not args.no_isolate, progress=not args.quiet))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,92 @@
+"""Gradebooks: nbgrader's schema, for the class (any SQLAlchemy URL) and for each assignment's template."""
+
+from __future__ import annotations
+
+import warnings
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from autograder.grade import Task, Template
+
+COURSE_ID = "attention-by-hand"
+
+
+def use_inprocess_alembic() -> None:
+    """Make nbgrader read alembic's schema version in this process instead of running the `alembic` command.
+
+    nbgrader stamps every new gradebook with the head revision of its migrations, which it reads by
+    running `alembic heads` in a subprocess (seconds of imports, on every new gradebook). The same
+    answer comes from alembic's Python API in a fraction of a second.
+    """
+    import nbgrader.api
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
+
+    if getattr(nbgrader.api.get_alembic_version, "inprocess", False):
+        return
+    with nbgrader.api._temp_alembic_ini("sqlite://") as ini:
+        head = ScriptDirectory.from_config(Config(ini)).get_current_head()
+
+    def get_alembic_version() -> str:
+        return head
+
+    get_alembic_version.inprocess = True
+    nbgrader.api.get_alembic_version = get_alembic_version
+
+
+class ClassGradebook:
+    """The class gradebook (nbgrader's schema): assignments, students and per-cell auto scores."""
+
+    def __init__(self, db_url: str, templates: dict[str, Template]):
+        from nbgrader.api import Gradebook as NbgraderGradebook
+
+        use_inprocess_alembic()
+        self.gradebook = NbgraderGradebook(db_url, COURSE_ID)
+        self.templates = templates
+        self.ready: set[str] = set()
+
+    def _ensure_assignment(self, template: Template) -> None:
+        if template.assignment in self.ready:
+            return
+        from nbgrader.api import Gradebook as NbgraderGradebook
+
+        gb = self.gradebook
+        gb.update_or_create_assignment(template.assignment)
+        with NbgraderGradebook(f"sqlite:///{template.gradebook}", COURSE_ID) as source:
+            for name in template.notebooks:
+                gb.update_or_create_notebook(name, template.assignment)
+                notebook = source.find_notebook(name, template.assignment)
+                for cell in notebook.grade_cells:
+                    gb.update_or_create_grade_cell(cell.name, name, template.assignment, max_score=cell.max_score,
+                                                   cell_type=cell.cell_type)
+                for cell in notebook.solution_cells:
+                    gb.update_or_create_solution_cell(cell.name, name, template.assignment)
+                for cell in notebook.source_cells:
+                    gb.update_or_create_source_cell(cell.name, name, template.assignment, cell_type=cell.cell_type,
+                                                    locked=cell.locked, source=cell.source, checksum=cell.checksum)
+        self.ready.add(template.assignment)
+
+    def record(self, task: Task, result: dict) -> None:
+        """Store one student's auto scores for one assignment (zeros when it could not be graded)."""
+        with warnings.catch_warnings():
+            # nbgrader's own update_or_create_submission trips SQLAlchemy's autoflush warnings.
+            warnings.simplefilter("ignore")
+            self._record(task, result)
+
+    def _record(self, task: Task, result: dict) -> None:
+        template = self.templates.get(task.assignment)
+        if template is None:
+            return
+        self._ensure_assignment(template)
+        gb = self.gradebook
+        gb.update_or_create_student(task.student)
+        gb.update_or_create_submission(task.assignment, task.student)
+        scores = {(c["notebook"], c["grade_id"]): c["points"] for c in result.get("cells", [])}
+        for name, grade_id, _ in template.cells:
+            grade = gb.find_grade(grade_id, name, task.assignment, task.student)
+            grade.auto_score = scores.get((name, grade_id), 0.0)
+            grade.needs_manual_grade = False
+        gb.db.commit()
+
+    def close(self) -> None:
+        self.gradebook.close()

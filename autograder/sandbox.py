@@ -1,0 +1,161 @@
+"""The grading kernel: an IPython kernel with resource limits, started as an unprivileged user when it can.
+
+nbgrader starts it through the kernelspec that `autograder.worker` writes (argv:
+``python -m autograder.sandbox -f {connection_file}``). Before any student code runs it
+
+1. copies the released files of the assignment (its working directory, notebooks excluded) into
+   a private folder and moves there, so that nothing the grader writes is reachable by the kernel;
+2. sets resource limits: address space (memory), CPU time, file size, number of processes;
+3. when started as root with an unprivileged uid to use (``AUTOGRADER_SANDBOX_UID``), gives that
+   uid its folder and becomes it, keeping only the capability to read and search files (so the
+   interpreter, wherever it is installed, stays importable): student code can then neither kill the
+   grader nor write outside its own folder;
+4. imports `autograder.checks` (and torch, with ``AUTOGRADER_PRELOAD_TORCH=1``), so that the checks
+   hold genuine references to numpy's and torch's comparison functions before any student code can
+   replace them.
+
+Limits come from the environment (``AUTOGRADER_MEMORY_BYTES``, ``AUTOGRADER_CPU_SECONDS``,
+``AUTOGRADER_FILE_BYTES``, ``AUTOGRADER_PROCESSES``). `python -m autograder.sandbox --check`
+reports whether the unprivileged mode works on this machine.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import resource
+import shutil
+import signal
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+_PR_SET_KEEPCAPS = 8
+_PR_SET_NO_NEW_PRIVS = 38
+_CAPABILITY_VERSION_3 = 0x20080522
+_CAP_DAC_READ_SEARCH = 2
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+
+def set_limits(memory_bytes: int, cpu_seconds: int, file_bytes: int, processes: int) -> None:
+    """Apply the resource limits to this process (and so to everything it starts)."""
+    for limit, value in ((resource.RLIMIT_AS, memory_bytes), (resource.RLIMIT_CPU, cpu_seconds),
+                         (resource.RLIMIT_FSIZE, file_bytes), (resource.RLIMIT_NPROC, processes)):
+        if value > 0:
+            hard = value + 5 if limit == resource.RLIMIT_CPU else value
+            resource.setrlimit(limit, (value, hard))
+    # A write past the file size limit then fails with OSError instead of killing the kernel.
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+
+
+def drop_privileges(uid: int) -> None:
+    """Become ``uid`` (group the same number), keeping only CAP_DAC_READ_SEARCH; needs root."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(_PR_SET_KEEPCAPS, 1, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_KEEPCAPS) failed")
+    os.setgroups([])
+    os.setresgid(uid, uid, uid)
+    os.setresuid(uid, uid, uid)
+    header = _CapHeader(_CAPABILITY_VERSION_3, 0)
+    keep = 1 << _CAP_DAC_READ_SEARCH
+    data = (_CapData * 2)(_CapData(keep, keep, 0), _CapData(0, 0, 0))
+    if libc.capset(ctypes.byref(header), data) != 0:
+        raise OSError(ctypes.get_errno(), "capset failed")
+    if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
+
+
+def _chown_tree(folder: Path, uid: int) -> None:
+    os.chown(folder, uid, uid)
+    for path in folder.rglob("*"):
+        os.chown(path, uid, uid, follow_symlinks=False)
+
+
+def _private_workdir(home: Path) -> Path:
+    """Copy the released files from the working directory into ``home/work``; returns that folder."""
+    work = home / "work"
+    shutil.copytree(Path.cwd(), work, ignore=shutil.ignore_patterns("*.ipynb"), dirs_exist_ok=True)
+    return work
+
+
+def _int_env(name: str) -> int:
+    return int(os.environ.get(name, "0"))
+
+
+def prepare() -> None:
+    """Move into the private folder, set limits, drop privileges and preload the checks."""
+    started = time.time()
+    home = Path(os.environ.get("AUTOGRADER_SANDBOX_HOME") or tempfile.mkdtemp(prefix="autograder-kernel-"))
+    home.mkdir(parents=True, exist_ok=True)
+    work = _private_workdir(home)
+    for variable in ("HOME", "IPYTHONDIR", "MPLCONFIGDIR"):
+        os.environ[variable] = str(home)
+    os.environ["TMPDIR"] = str(home)
+    pid_file = os.environ.get("AUTOGRADER_KERNEL_PID_FILE")
+    if pid_file:
+        Path(pid_file).write_text(str(os.getpid()))
+    times_file = os.environ.get("AUTOGRADER_KERNEL_TIMES_FILE")
+    # Opened before privileges are dropped: the folder holding it belongs to the grader.
+    times = open(times_file, "w") if times_file else None  # noqa: SIM115 - closed below
+    uid = _int_env("AUTOGRADER_SANDBOX_UID")
+    if uid and os.geteuid() == 0:
+        _chown_tree(home, uid)
+        os.chmod(home, 0o700)
+    os.chdir(work)
+    set_limits(_int_env("AUTOGRADER_MEMORY_BYTES"), _int_env("AUTOGRADER_CPU_SECONDS"),
+               _int_env("AUTOGRADER_FILE_BYTES"), _int_env("AUTOGRADER_PROCESSES"))
+    if uid and os.geteuid() == 0:
+        drop_privileges(uid)
+    import autograder.checks  # noqa: F401 - captures numpy's functions before student code runs
+
+    if os.environ.get("AUTOGRADER_PRELOAD_TORCH") == "1":
+        import torch
+
+        torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
+        autograder.checks._capture_torch()
+    if times is not None:
+        times.write(json.dumps({"started": started, "ready": time.time()}))
+        times.close()
+
+
+def check_unprivileged(uid: int) -> str:
+    """Empty if a kernel can run as ``uid`` here (imports work, root's files are read-only), else why not."""
+    import subprocess
+
+    with tempfile.TemporaryDirectory(prefix="autograder-check-") as scratch:
+        probe = Path(scratch) / "root-owned"
+        probe.write_text("grader")
+        code = ("import sys, os; from autograder.sandbox import drop_privileges; drop_privileges(int(sys.argv[1]));"
+                "import numpy, autograder.checks\n"
+                "try:\n    open(sys.argv[2], 'w')\nexcept PermissionError:\n    sys.exit(0)\n"
+                "sys.exit('could write a file of the grader')")
+        done = subprocess.run([sys.executable, "-c", code, str(uid), str(probe)], capture_output=True, text=True,
+                              timeout=120, cwd=scratch)
+    if done.returncode != 0:
+        return (done.stderr.strip().splitlines() or ["failed"])[-1]
+    return ""
+
+
+def main(argv: list[str]) -> None:
+    """Kernel entry point: ``python -m autograder.sandbox -f CONNECTION_FILE [ipykernel options]``."""
+    if argv[:1] == ["--check"]:
+        problem = check_unprivileged(int(argv[1]) if len(argv) > 1 else 65534)
+        print(problem or "ok")
+        sys.exit(1 if problem else 0)
+    prepare()
+    from ipykernel.kernelapp import IPKernelApp
+
+    IPKernelApp.launch_instance(argv=argv)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,226 @@
+"""A class of broken and hostile submissions: each costs its author points, never the rest of the class.
+
+The fixture course (tests/fixtures/course/source) has `toy` (add: 1 + 2 points, mean: 1 + 1) and
+`toy_torch` (scale: 2 points), so that each submission grades in a second or two.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+
+from autograder.grade import sandbox_uids
+from tests.grading_helpers import (FIXTURE_SOURCE, HIDDEN_MARKER, grade_cli, read_grades, released_notebooks, solution_sources,
+                                   student_notebook, write_submission)
+
+ISOLATED = sandbox_uids(1, True)[0][0] != 0
+REFERENCE = solution_sources(FIXTURE_SOURCE / "toy" / "toy.ipynb")
+ADD = REFERENCE["add"]
+MEAN = REFERENCE["mean"]
+
+ALWAYS_EQUAL = '''class Anything:
+    def __eq__(self, other):
+        return True
+
+def add(a, b):
+    return Anything()'''
+
+PATCHES_NUMPY = '''np.allclose = lambda *args, **kwargs: True
+np.testing.assert_allclose = lambda *args, **kwargs: None
+np.array_equal = lambda *args, **kwargs: True
+
+def add(a, b):
+    return a * b'''
+
+PATCHES_TORCH = '''torch.allclose = lambda *args, **kwargs: True
+torch.equal = lambda *args, **kwargs: True
+torch.testing.assert_close = lambda *args, **kwargs: None
+
+def scale(x, s):
+    return x'''
+
+KILLS_WORKER = '''import os, signal
+try:
+    os.kill(os.getppid(), signal.SIGKILL)
+except OSError:
+    pass
+''' + ADD
+
+# Deletes every folder above its working directory and every folder the grading command names,
+# then kills every process up to the grading command. Only run when kernels are isolated.
+VANDAL = '''import os, shutil, signal, tempfile
+from pathlib import Path
+
+for folder in list(Path.cwd().parents)[:3]:
+    shutil.rmtree(folder, ignore_errors=True)
+pid = os.getppid()
+while pid > 1:
+    try:
+        args = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\\0")
+        parent = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except OSError:
+        break
+    for arg in args:
+        path = Path(arg.decode())
+        if path.is_dir() and str(path).startswith(tempfile.gettempdir() + "/pytest"):
+            shutil.rmtree(path, ignore_errors=True)
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except OSError:
+        pass
+    if b"grade" in args:
+        break
+    pid = parent
+''' + ADD
+
+STUBBORN = '''import signal
+signal.signal(signal.SIGINT, signal.SIG_IGN)
+while True:
+    pass'''
+
+LOUD = 'print("x" * 20_000_000)\n' + ADD
+
+
+def _answers(**cells: str) -> dict[str, str]:
+    return {**REFERENCE, **cells}
+
+
+def _build_class(folder: Path, released: dict[str, Path]) -> dict[str, tuple]:
+    """Write the class; returns student -> (expected toy score or None for any, graded?, reason text)."""
+    toy = released["toy"]
+
+    def submit(student: str, notebook, filename: str | None = None, assignment: str = "toy") -> None:
+        write_submission(folder, student, assignment, notebook, filename)
+
+    expected = {}
+    submit("jean-luc.picard", student_notebook(toy, _answers()))
+    expected["jean-luc.picard"] = (5, True, "")
+    submit("blank", json.loads(toy.read_text()))
+    expected["blank"] = (0, True, "")
+    submit("loop", student_notebook(toy, _answers(add="while True:\n    pass")))
+    expected["loop"] = (2, True, "cell 'add' ran past the 3 s limit")
+    submit("sleeper", student_notebook(toy, _answers(add="import time\ntime.sleep(10**6)")))
+    expected["sleeper"] = (2, True, "cell 'add' ran past the 3 s limit")
+    submit("stubborn", student_notebook(toy, _answers(add=STUBBORN)))
+    expected["stubborn"] = (0, None, "")
+    submit("dies", student_notebook(toy, _answers(add="import os\nos._exit(1)")))
+    expected["dies"] = (0, False, "the kernel died")
+    submit("hog", student_notebook(toy, _answers(mean="hog = np.ones(2**31)\n" + MEAN)))
+    expected["hog"] = (3, True, "cell 'mean' ran out of memory")
+    submit("syntax", student_notebook(toy, _answers(add="def add(a, b)\n    return a + b")))
+    expected["syntax"] = (2, True, "")
+    submit("edits.tests", student_notebook(toy, _answers(add="def add(a, b):\n    return a - b",
+                                                          test_add="pass", test_add_hidden="")))
+    expected["edits.tests"] = (2, True, "")
+    deleted = student_notebook(toy, _answers())
+    deleted["cells"] = [c for c in deleted["cells"]
+                        if c["metadata"].get("nbgrader", {}).get("grade_id") not in ("test_add", "test_add_hidden")]
+    submit("deletes-tests", deleted)
+    expected["deletes-tests"] = (2, True, "")
+    submit("always_equal", student_notebook(toy, _answers(add=ALWAYS_EQUAL)))
+    expected["always_equal"] = (3, True, "")
+    submit("patches_numpy", student_notebook(toy, _answers(add=PATCHES_NUMPY)))
+    expected["patches_numpy"] = (1, True, "")
+    submit("kills-worker", student_notebook(toy, _answers(add=KILLS_WORKER)))
+    expected["kills-worker"] = (5, True, "") if ISOLATED else (0, False, "grading process was killed")
+    if ISOLATED:
+        submit("vandal", student_notebook(toy, _answers(add=VANDAL)))
+        expected["vandal"] = (5, True, "")
+    submit("corrupt", "{ this is not json")
+    expected["corrupt"] = (0, False, "not a readable notebook")
+    submit("misnamed", student_notebook(toy, _answers()), filename="toy (1).ipynb")
+    expected["misnamed"] = (5, True, "misnamed notebook: graded toy (1).ipynb as toy.ipynb")
+    (folder / "empty.folder" / "toy").mkdir(parents=True)
+    expected["empty.folder"] = (0, False, "no notebook named toy.ipynb")
+    submit("loud", student_notebook(toy, _answers(add=LOUD)))
+    expected["loud"] = (5, True, "")
+    torch_reference = solution_sources(FIXTURE_SOURCE / "toy_torch" / "toy_torch.ipynb")
+    submit("torch-only", student_notebook(released["toy_torch"], torch_reference), assignment="toy_torch")
+    expected["torch-only"] = (0, False, "no submission")
+    submit("patches_torch", student_notebook(released["toy_torch"], {"scale": PATCHES_TORCH}),
+           assignment="toy_torch")
+    return expected
+
+
+def _snapshot(folder: Path) -> dict[str, str]:
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture(scope="module")
+def graded_class(tmp_path_factory):
+    root = tmp_path_factory.mktemp("hostile")
+    released = released_notebooks(root / "templates")
+    submissions, out = root / "submissions", root / "out"
+    expected = _build_class(submissions, released)
+    before = _snapshot(submissions)
+    done = grade_cli(submissions, "--out", out, "--jobs", "2", "--source", FIXTURE_SOURCE, "--cell-timeout", "3",
+                     "--timeout", "10", "--quiet")
+    return {"done": done, "out": out, "expected": expected, "before": before, "submissions": submissions}
+
+
+def test_the_class_is_graded(graded_class) -> None:
+    done = graded_class["done"]
+    assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize("student", ["jean-luc.picard", "blank", "loop", "sleeper", "stubborn", "dies", "hog",
+                                     "syntax", "edits.tests", "deletes-tests", "always_equal", "patches_numpy",
+                                     "kills-worker", "vandal", "corrupt", "misnamed", "empty.folder", "loud",
+                                     "torch-only"])
+def test_each_outcome(graded_class, student: str) -> None:
+    expected = graded_class["expected"]
+    if student not in expected:
+        pytest.skip("kernels cannot run as a separate unprivileged user here: the vandal would reach other files")
+    score, graded, reason = expected[student]
+    row = read_grades(graded_class["out"])[(student, "toy")]
+    assert (float(row["score"]), row["max_score"]) == (score, "5"), row
+    if graded is not None:
+        assert row["reason"].startswith("not graded") != graded, row
+    assert reason in row["reason"], row
+    feedback = graded_class["out"] / "feedback" / student / "toy"
+    assert any(feedback.glob("*.html")) == bool(graded or (graded is None and not row["reason"])), row
+
+
+def test_patched_torch_comparisons_do_not_fool_the_checks(graded_class) -> None:
+    row = read_grades(graded_class["out"])[("patches_torch", "toy_torch")]
+    assert (row["score"], row["max_score"], row["reason"]) == ("0", "2", ""), row
+    state = json.loads((graded_class["out"] / ".state" / "patches_torch" / "toy_torch.json").read_text())
+    (cell,) = state["result"]["cells"]
+    assert "torch.allclose was replaced" in cell["message"], cell
+
+
+def test_every_student_and_assignment_has_one_row(graded_class) -> None:
+    rows = read_grades(graded_class["out"])
+    students = set(graded_class["expected"]) | {"patches_torch"}
+    assert set(rows) == {(s, a) for s in students for a in ("toy", "toy_torch")}
+    assert rows[("jean-luc.picard", "toy_torch")]["reason"] == "not graded: no submission (expected toy_torch.ipynb)"
+
+
+def test_submissions_are_untouched(graded_class) -> None:
+    assert _snapshot(graded_class["submissions"]) == graded_class["before"]
+
+
+def test_feedback_is_small_and_hides_hidden_tests(graded_class) -> None:
+    pages = sorted((graded_class["out"] / "feedback").rglob("*.html"))
+    assert pages
+    for page in pages:
+        text = page.read_text()
+        assert HIDDEN_MARKER not in text and "expect_equal(add(20, 22)" not in text, page
+        assert len(text) < 400_000, f"{page} is {len(text)} characters"
+    assert "hidden tests: not shown" in (graded_class["out"] / "feedback" / "loud" / "toy" / "toy.html").read_text()
+
+
+def test_report_names_who_was_not_graded(graded_class) -> None:
+    report = (graded_class["out"] / "report.html").read_text()
+    for student in ("dies", "corrupt", "empty.folder"):
+        assert student in report
+    assert "data:image/png;base64," in report
+
+
+def test_isolation_is_reported(graded_class) -> None:
+    message = graded_class["done"].stderr
+    assert ("own unprivileged uid" in message) == ISOLATED, message
