@@ -4,8 +4,6 @@ an empty folder, every cell runs, every visible test passes, and nothing reaches
 from __future__ import annotations
 
 import json
-import os
-import sys
 from pathlib import Path
 
 import nbformat
@@ -34,11 +32,9 @@ def _completed_exercise(assignment: str) -> nbformat.NotebookNode:
 @pytest.mark.parametrize("assignment", PRESENT)
 def test_completed_exercise_runs_alone_and_silently(assignment: str, tmp_path: Path) -> None:
     notebook = _completed_exercise(assignment)
-    os.environ.pop("PYTHONPATH", None)
     client = NotebookClient(notebook, timeout=120, kernel_name="python3",
                             resources={"metadata": {"path": str(tmp_path)}})
     client.execute(cwd=str(tmp_path))
-    assert list(tmp_path.iterdir()) == [] or all(p.is_file() for p in tmp_path.iterdir())
     for cell in notebook.cells:
         if cell.cell_type != "code":
             continue
@@ -46,7 +42,6 @@ def test_completed_exercise_runs_alone_and_silently(assignment: str, tmp_path: P
             assert output.output_type != "error", f"{cell.metadata['nbgrader']['grade_id']}: {output.get('evalue')}"
             assert output.get("name") != "stderr", (
                 f"{cell.metadata['nbgrader']['grade_id']} writes to stderr (nbgrader would score it zero): {output.text[:300]}")
-        if cell.metadata["nbgrader"].get("grade") and "visible" in cell.source.lower():
+        if cell.metadata["nbgrader"].get("grade") and cell.source.startswith("# Visible test"):
             printed = "".join(o.get("text", "") for o in cell.outputs if o.output_type == "stream")
             assert "passed" in printed, f"{cell.metadata['nbgrader']['grade_id']} did not report success"
-    assert sys.executable
