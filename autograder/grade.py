@@ -35,7 +35,7 @@ from pathlib import Path
 
 from autograder import NBGRADER_CONFIG, ROOT
 from autograder.release import nbgrader_environment
-from autograder.sandbox import check_unprivileged
+from autograder.sandbox import check_unprivileged, write_kernelspec
 from autograder.submissions import find
 
 FIRST_SANDBOX_UID = 62000
@@ -390,11 +390,11 @@ def write_grades(path: Path, rows: list[dict]) -> None:
 
 
 class Pool:
-    """``jobs`` workers, started at once; `run` hands them jobs and reports each result as it comes."""
+    """Up to ``jobs`` workers, started when there is work; `run` hands out jobs and reports each result."""
 
     def __init__(self, jobs: int, scratch: Path, logs: Path):
         env = nbgrader_environment()
-        env["JUPYTER_PATH"] = str(_kernelspec(scratch))
+        env["JUPYTER_PATH"] = str(write_kernelspec(scratch / "jupyter"))
         env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
         if jobs > 1:
             env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
@@ -402,8 +402,6 @@ class Pool:
         self.scratch = scratch
         self.uids = [0] * jobs
         self.workers = [Worker(i, env, logs / f"worker-{i}.log") for i in range(jobs)]
-        for worker in self.workers:
-            worker.start()
 
     def run(self, jobs: list[dict], timeout: float, on_result) -> None:
         """Run every job; calls ``on_result(index, result)`` in this thread as each one finishes.
@@ -426,7 +424,7 @@ class Pool:
                     job.update(workdir=_workdir(self.scratch, worker.slot), uid=self.uids[worker.slot])
                 results.put((index, worker.run(job, timeout)))
 
-        threads = [threading.Thread(target=serve, args=(w,), daemon=True) for w in self.workers]
+        threads = [threading.Thread(target=serve, args=(w,), daemon=True) for w in self.workers[:len(jobs)]]
         for thread in threads:
             thread.start()
         for _ in jobs:
@@ -437,17 +435,13 @@ class Pool:
             worker.stop()
 
 
-def _kernelspec(scratch: Path) -> Path:
-    from autograder.worker import write_kernelspec
-
-    return write_kernelspec(scratch / "jupyter")
-
-
 def grade(options: Options) -> int:
     """Grade every submission; returns the exit status (1 only when nothing could be graded)."""
     out = options.out
     out.mkdir(parents=True, exist_ok=True)
     os.environ["PATH"] = nbgrader_environment()["PATH"]
+    # A terminated run stops its workers and kernels on the way out; what finished is kept for the next run.
+    signal.signal(signal.SIGTERM, _terminate)
     scratch = Path(tempfile.mkdtemp(prefix="autograder-"))
     os.chmod(scratch, 0o711)
     pool = Pool(options.jobs, scratch, out / ".logs")
@@ -494,13 +488,14 @@ def _grade_tasks(options: Options, tasks: list[Task], templates: dict[str, Templ
         gradebook.record(task, result)
         progress.update(task, result["status"] == "graded")
 
-    to_grade = []
+    to_grade, reused = [], 0
     for task in tasks:
         if task.problem:
             shutil.rmtree(out / "feedback" / task.student / task.assignment, ignore_errors=True)
             finish(task, {"status": "failed", "reason": task.problem, "cells": []}, fresh=False)
         elif (stored := _load_state(out, task)) is not None:
             finish(task, stored, fresh=False)
+            reused += 1
         else:
             to_grade.append(task)
     limits = {"memory_bytes": options.memory_bytes, "cpu_seconds": options.submission_timeout,
@@ -524,9 +519,13 @@ def _grade_tasks(options: Options, tasks: list[Task], templates: dict[str, Templ
     write_grades(out / "grades.csv", rows)
     write_report(out / "report.html", rows, templates)
     graded = sum(r["result"]["status"] == "graded" for r in rows)
-    print(f"graded {graded} of {len(rows)} submissions; wrote {out / 'grades.csv'}, {out / 'feedback'}, "
-          f"{out / 'report.html'}", file=sys.stderr)
+    print(f"graded {graded} of {len(rows)} submissions ({len(to_grade)} graded now, {reused} kept from an earlier "
+          f"run); wrote {out / 'grades.csv'}, {out / 'feedback'}, {out / 'report.html'}", file=sys.stderr)
     return 0 if graded else 1
+
+
+def _terminate(signum: int, frame) -> None:
+    raise SystemExit(128 + signum)
 
 
 def _workdir(scratch: Path, slot: int) -> str:

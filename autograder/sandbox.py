@@ -32,6 +32,7 @@ import tempfile
 import time
 from pathlib import Path
 
+KERNEL_NAME = "autograder-sandbox"
 _PR_SET_KEEPCAPS = 8
 _PR_SET_NO_NEW_PRIVS = 38
 _CAPABILITY_VERSION_3 = 0x20080522
@@ -125,6 +126,18 @@ def prepare() -> None:
     if times is not None:
         times.write(json.dumps({"started": started, "ready": time.time()}))
         times.close()
+
+
+def write_kernelspec(folder: Path) -> Path:
+    """Write this kernel's kernelspec under ``folder/kernels``; returns ``folder`` (for JUPYTER_PATH)."""
+    spec = folder / "kernels" / KERNEL_NAME
+    spec.mkdir(parents=True, exist_ok=True)
+    (spec / "kernel.json").write_text(json.dumps({
+        "argv": [sys.executable, "-m", "autograder.sandbox", "-f", "{connection_file}"],
+        "display_name": "Python 3 (autograder sandbox)",
+        "language": "python",
+    }))
+    return folder
 
 
 def check_unprivileged(uid: int) -> str:

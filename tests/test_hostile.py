@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -155,6 +156,7 @@ def graded_class(tmp_path_factory):
     root = tmp_path_factory.mktemp("hostile")
     released = released_notebooks(root / "templates")
     submissions, out = root / "submissions", root / "out"
+    shutil.copytree(root / "templates", out / ".cache")
     expected = _build_class(submissions, released)
     before = _snapshot(submissions)
     done = grade_cli(submissions, "--out", out, "--jobs", "2", "--source", FIXTURE_SOURCE, "--cell-timeout", "3",

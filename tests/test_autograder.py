@@ -1,0 +1,163 @@
+"""`python -m autograder grade` on the fixture course: folder and zip input, outputs, resume, exit status."""
+
+from __future__ import annotations
+
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from tests.grading_helpers import (FIXTURE_SOURCE, HIDDEN_MARKER, ROOT, grade_cli, read_grades, released_notebooks,
+                                   solution_sources, student_notebook, write_submission)
+
+REFERENCE = solution_sources(FIXTURE_SOURCE / "toy" / "toy.ipynb")
+OPTIONS = ("--jobs", "1", "--source", FIXTURE_SOURCE, "--cell-timeout", "10", "--timeout", "60", "--quiet")
+WRONG_MEAN = "def mean(xs):\n    return sum(xs) / (len(xs) + 1)"
+
+
+def _class(folder: Path, released: Path) -> None:
+    """Three students: full marks, a wrong mean, a blank notebook."""
+    write_submission(folder, "ada", "toy", student_notebook(released, REFERENCE))
+    write_submission(folder, "b.rown-2", "toy", student_notebook(released, {**REFERENCE, "mean": WRONG_MEAN}))
+    write_submission(folder, "cy", "toy", student_notebook(released, {}))
+
+
+@pytest.fixture(scope="module")
+def first_run(tmp_path_factory):
+    root = tmp_path_factory.mktemp("autograder")
+    released = released_notebooks(root / "templates")["toy"]
+    submissions, out = root / "submissions", root / "out"
+    shutil.copytree(root / "templates", out / ".cache")
+    _class(submissions, released)
+    done = grade_cli(submissions, "--out", out, *OPTIONS[2:], "--jobs", "2")
+    return {"root": root, "released": released, "submissions": submissions, "out": out, "done": done}
+
+
+def test_grades_csv(first_run) -> None:
+    assert first_run["done"].returncode == 0, first_run["done"].stderr
+    rows = read_grades(first_run["out"])
+    assert {key: (row["score"], row["max_score"], row["reason"]) for key, row in rows.items()} == {
+        ("ada", "toy"): ("5", "5", ""),
+        ("b.rown-2", "toy"): ("3", "5", ""),
+        ("cy", "toy"): ("0", "5", ""),
+    }
+    header = (first_run["out"] / "grades.csv").read_text().splitlines()[0]
+    assert header == "student_id,assignment,score,max_score,reason"
+
+
+def test_feedback_per_student_without_hidden_code(first_run) -> None:
+    for student in ("ada", "b.rown-2", "cy"):
+        (page,) = (first_run["out"] / "feedback" / student / "toy").glob("*.html")
+        text = page.read_text()
+        assert HIDDEN_MARKER not in text and "expect_raises(ValueError" not in text
+        assert "hidden tests: not shown" in text
+    wrong = (first_run["out"] / "feedback" / "b.rown-2" / "toy" / "toy.html").read_text()
+    assert "mean([1, 2, 3]) should be 2" in wrong, "the failing visible test's message is shown"
+
+
+def test_report(first_run) -> None:
+    report = (first_run["out"] / "report.html").read_text()
+    assert report.count("data:image/png;base64,") >= 2
+    assert "Pass rate per test" in report and "test_mean_hidden" in report
+    assert "Most frequent failures" in report and "mean([1, 2, 3]) should be 2" in report
+    assert "Every submission was graded." in report
+
+
+def test_gradebook(first_run) -> None:
+    with sqlite3.connect(first_run["out"] / "gradebook.db") as db:
+        scores = dict(db.execute("select student.id, sum(grade.auto_score) from grade "
+                                 "join submitted_notebook on grade.notebook_id = submitted_notebook.id "
+                                 "join submitted_assignment on submitted_notebook.assignment_id = submitted_assignment.id "
+                                 "join student on submitted_assignment.student_id = student.id group by student.id"))
+    assert scores == {"ada": 5.0, "b.rown-2": 3.0, "cy": 0.0}
+
+
+def test_rerun_is_idempotent_and_grades_only_what_changed(first_run) -> None:
+    out, submissions = first_run["out"], first_run["submissions"]
+    before = (out / "grades.csv").read_text()
+    again = grade_cli(submissions, "--out", out, *OPTIONS)
+    assert again.returncode == 0, again.stderr
+    assert "(0 graded now, 3 kept from an earlier run)" in again.stderr
+    assert (out / "grades.csv").read_text() == before
+    write_submission(submissions, "cy", "toy", student_notebook(first_run["released"], REFERENCE))
+    changed = grade_cli(submissions, "--out", out, *OPTIONS)
+    assert "(1 graded now, 2 kept from an earlier run)" in changed.stderr, changed.stderr
+    assert read_grades(out)[("cy", "toy")]["score"] == "5"
+    with sqlite3.connect(out / "gradebook.db") as db:
+        assert db.execute("select count(*) from submitted_assignment").fetchone() == (3,)
+        assert db.execute("select count(*) from grade").fetchone() == (12,)
+
+
+def test_interrupted_run_resumes(first_run) -> None:
+    root = first_run["root"]
+    submissions, out = root / "many", root / "out-interrupted"
+    shutil.copytree(first_run["out"] / ".cache", out / ".cache")
+    for i in range(6):
+        write_submission(submissions, f"s{i}", "toy", student_notebook(first_run["released"], REFERENCE))
+    command = [sys.executable, "-m", "autograder", "grade", str(submissions), "--out", str(out),
+               *map(str, OPTIONS[:-1])]
+    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while not list((out / ".state").glob("*/toy.json")) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    process.send_signal(signal.SIGTERM)
+    process.wait(timeout=60)
+    finished = len(list((out / ".state").glob("*/toy.json")))
+    assert 1 <= finished < 6
+    resumed = grade_cli(submissions, "--out", out, *OPTIONS)
+    assert f"({6 - finished} graded now, {finished} kept from an earlier run)" in resumed.stderr, resumed.stderr
+    assert all(row["score"] == "5" for row in read_grades(out).values())
+
+
+def _zip(path: Path, files: dict[str, bytes]) -> Path:
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, data in files.items():
+            archive.writestr(name, data)
+    return path
+
+
+def test_canvas_zip(first_run) -> None:
+    root = first_run["root"]
+    good = (first_run["submissions"] / "ada" / "toy" / "toy.ipynb").read_bytes()
+    wrong = (first_run["submissions"] / "b.rown-2" / "toy" / "toy.ipynb").read_bytes()
+    archive = _zip(root / "canvas.zip", {
+        "picardjeanluc_1701_9001_toy.ipynb": wrong,
+        "picardjeanluc_1701_9002_toy-1.ipynb": good,  # a resubmission: the later one counts
+        "rikerwill_late_1702_9003_toy.ipynb": wrong,
+        "troideanna_1703_9004_notes.txt": b"not a notebook",
+    })
+    out = root / "out-canvas"
+    shutil.copytree(first_run["out"] / ".cache", out / ".cache")
+    done = grade_cli(archive, "--out", out, *OPTIONS)
+    assert done.returncode == 0, done.stderr
+    rows = read_grades(out)
+    assert {key: row["score"] for key, row in rows.items()} == {
+        ("picardjeanluc", "toy"): "5", ("rikerwill", "toy"): "3", ("troideanna", "toy"): "0"}
+    assert rows[("troideanna", "toy")]["reason"] == "not graded: no submission (expected toy.ipynb)"
+
+
+def test_folder_zip_and_nothing_gradable(first_run) -> None:
+    root = first_run["root"]
+    good = (first_run["submissions"] / "ada" / "toy" / "toy.ipynb").read_bytes()
+    archive = _zip(root / "folder.zip", {"class/ada/toy/toy.ipynb": good, "class/bo/toy/toy.ipynb": b"{broken",
+                                         "../evil/toy/toy.ipynb": good})
+    out = root / "out-zip"
+    shutil.copytree(first_run["out"] / ".cache", out / ".cache")
+    done = grade_cli(archive, "--out", out, *OPTIONS)
+    assert done.returncode == 0, done.stderr
+    rows = read_grades(out)
+    assert set(rows) == {("ada", "toy"), ("bo", "toy"), ("evil", "toy")}
+    assert rows[("ada", "toy")]["score"] == "5"
+    assert rows[("bo", "toy")]["reason"].startswith("not graded: toy.ipynb is not a readable notebook")
+    assert not (root.parent / "evil").exists()
+    broken = _zip(root / "broken.zip", {"bo/toy/toy.ipynb": b"{broken"})
+    shutil.copytree(first_run["out"] / ".cache", root / "out-nothing" / ".cache")
+    nothing = grade_cli(broken, "--out", root / "out-nothing", *OPTIONS)
+    assert nothing.returncode == 1
+    assert read_grades(root / "out-nothing")[("bo", "toy")]["score"] == "0"

@@ -1,0 +1,75 @@
+"""The real autograder on the course's own assignments (`python -m autograder grade`, sandboxed kernels).
+
+For every assignment in solutions/: the reference solution gets full marks and the blank exercise
+notebook gets zero. For one wrong answer of each assignment's bank, the real autograder and the
+in-process harness (tests/harness.py, which the bank tests use) agree on every test cell.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests import bank
+from tests.grading_helpers import ROOT, grade_cli, read_grades, solution_sources, student_notebook, write_submission
+from tests.harness import run_notebook, solution_notebook
+
+ASSIGNMENTS = sorted(p.name for p in (ROOT / "solutions").iterdir() if p.is_dir() and any(p.glob("*.ipynb")))
+BANK = {module.ASSIGNMENT: module for module in bank.modules()}
+
+
+def _exercise(assignment: str) -> Path:
+    (path,) = sorted((ROOT / "exercises" / assignment).glob("*.ipynb"))
+    return path
+
+
+def _sampled_wrong_answer(assignment: str) -> bank.Answer:
+    """The bank's first wrong answer that names its mistake (so the feedback message is checked too)."""
+    wrong = BANK[assignment].WRONG
+    return next((answer for answer in wrong if answer.message), wrong[0])
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    root = tmp_path_factory.mktemp("course")
+    submissions, out = root / "submissions", root / "out"
+    for assignment in ASSIGNMENTS:
+        exercise = _exercise(assignment)
+        reference = solution_sources(solution_notebook(assignment))
+        write_submission(submissions, "reference", assignment, student_notebook(exercise, reference),
+                         exercise.name)
+        write_submission(submissions, "blank", assignment, json.loads(exercise.read_text()), exercise.name)
+        if assignment in BANK:
+            answer = _sampled_wrong_answer(assignment)
+            write_submission(submissions, f"bank-{assignment}", assignment,
+                             student_notebook(exercise, {**reference, answer.cell: answer.source}),
+                             exercise.name)
+    done = grade_cli(submissions, "--out", out, "--jobs", "2", "--quiet")
+    return {"done": done, "out": out}
+
+
+def test_course_is_graded(graded) -> None:
+    assert ASSIGNMENTS, "no assignment in solutions/"
+    assert graded["done"].returncode == 0, graded["done"].stderr
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_reference_gets_full_marks_and_blank_gets_zero(graded, assignment: str) -> None:
+    rows = read_grades(graded["out"])
+    reference, blank = rows[("reference", assignment)], rows[("blank", assignment)]
+    assert float(reference["max_score"]) > 0
+    assert (reference["score"], reference["reason"]) == (reference["max_score"], ""), reference
+    assert (blank["score"], blank["reason"]) == ("0", ""), blank
+
+
+@pytest.mark.parametrize("assignment", [a for a in ASSIGNMENTS if a in BANK])
+def test_autograder_agrees_with_the_harness(graded, assignment: str) -> None:
+    answer = _sampled_wrong_answer(assignment)
+    harness = {cell.grade_id: cell.passed for cell in run_notebook(assignment, {answer.cell: answer.source})}
+    state = json.loads((graded["out"] / ".state" / f"bank-{assignment}" / f"{assignment}.json").read_text())
+    real = {cell["grade_id"]: cell["passed"] for cell in state["result"]["cells"]}
+    assert real == harness, f"{answer.mistake}: autograder {real} vs harness {harness}"
+    messages = "\n".join(cell["message"] for cell in state["result"]["cells"])
+    assert answer.message in messages, messages
