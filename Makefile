@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
 
-.PHONY: book test release clean
+.PHONY: book test release benchmarks bench-sdpa clean
 
 $(INSTALLED): requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -22,6 +22,19 @@ test: $(INSTALLED)
 
 release: $(INSTALLED)
 	$(BIN)/python -m autograder release
+
+# Speed and memory are measured here, not in tests: each script prints its figures.
+BENCH_OUT ?= _build/benchmarks
+benchmarks: $(INSTALLED)
+	$(BIN)/python benchmarks/notebooks.py
+	$(BIN)/python benchmarks/kv_cache.py
+	$(BIN)/python benchmarks/gqa.py
+	$(BIN)/python benchmarks/sdpa.py --out $(BENCH_OUT)
+	$(BIN)/python benchmarks/grading.py
+
+# On a GPU machine: every SDPA backend, dtype and length, as CSV and JSON in $(BENCH_OUT).
+bench-sdpa: $(INSTALLED)
+	$(BIN)/python benchmarks/sdpa.py --out $(BENCH_OUT)
 
 clean:
 	rm -rf _build
