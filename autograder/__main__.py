@@ -19,7 +19,8 @@ def _grade_parser(commands) -> None:
                     "Canvas submissions zip. Re-running grades only what changed.")
     grade.add_argument("submissions", type=Path, help="folder or zip of submissions")
     grade.add_argument("--out", type=Path, required=True, help="folder for grades.csv, feedback/, report.html")
-    grade.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="parallel graders (default: cores)")
+    grade.add_argument("--jobs", type=int, default=len(os.sched_getaffinity(0)),
+                       help="parallel graders (default: the number of cores)")
     grade.add_argument("--db", default="", help="gradebook SQLAlchemy URL (default: sqlite in --out)")
     grade.add_argument("--source", type=Path, default=ROOT / "solutions",
                        help="folder of nbgrader source assignments (default: solutions/)")

@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import csv
+import fcntl
 import hashlib
 import json
 import os
@@ -154,7 +155,7 @@ def prepare_templates(source: Path, cache: Path, pool: Pool) -> dict[str, Templa
 
 def make_tasks(found: dict, templates: dict[str, Template], limits_key: str) -> list[Task]:
     """A task for every student and every assignment that anyone submitted (or that the course has)."""
-    given = sorted({a for entry in found.values() for a in entry.files if a} | set())
+    given = sorted({a for entry in found.values() for a in entry.files if a})
     assignments = [a for a in given if a in templates] or sorted(templates)
     unknown = [a for a in given if a not in templates]
     tasks = []
@@ -288,25 +289,47 @@ class Worker:
             self.process = None
 
 
-def sandbox_uids(jobs: int, isolate: bool) -> tuple[list[int], str]:
-    """One unprivileged uid per job slot when running as root and it works here, else zeros; and a note."""
-    if not isolate:
-        return [0] * jobs, "kernels run as this user, with resource limits only (--no-isolate)"
-    if os.geteuid() != 0:
-        return [0] * jobs, ("not running as root: kernels run as this user, with resource limits only; "
-                            "student code could reach this user's files")
+_reserved: list = []
+
+
+def _reserve_uids(count: int) -> list[int]:
+    """``count`` uids that no account and no other running grader uses, held until this process exits.
+
+    Two graders on one machine must not share a uid: each kills whatever its uids leave running.
+    """
+    locks = Path(tempfile.gettempdir()) / "autograder-uids"
+    locks.mkdir(mode=0o700, exist_ok=True)
     uids = []
     candidate = FIRST_SANDBOX_UID
-    while len(uids) < jobs:
+    while len(uids) < count:
         try:
             pwd.getpwuid(candidate)
         except KeyError:
-            uids.append(candidate)
+            handle = open(locks / str(candidate), "w")  # noqa: SIM115 - held open as the reservation
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                handle.close()
+            else:
+                _reserved.append(handle)
+                uids.append(candidate)
         candidate += 1
+    return uids
+
+
+def sandbox_uids(jobs: int, isolate: bool) -> tuple[list[int], str]:
+    """One unprivileged uid per job slot when running as root and it works here, else zeros; and a note."""
+    if not isolate:
+        return [0] * jobs, "warning: kernels run as this user, with resource limits only (--no-isolate)"
+    if os.geteuid() != 0:
+        return [0] * jobs, ("warning: not running as root, so kernels run as this user with resource limits "
+                            "only: student code could reach this user's files and processes")
+    uids = _reserve_uids(jobs)
     problem = check_unprivileged(uids[0])
     if problem:
-        return [0] * jobs, f"cannot run kernels as an unprivileged user ({problem}): resource limits only"
-    return uids, f"each kernel runs as its own unprivileged uid ({uids[0]}..{uids[-1]}) with resource limits"
+        return [0] * jobs, (f"warning: kernels cannot run as an unprivileged user here ({problem}), so they run "
+                            "as root with resource limits only")
+    return uids, f"isolation: each kernel runs as its own unprivileged uid ({uids[0]}..{uids[-1]}) with resource limits"
 
 
 # ---------------------------------------------------------------- results
@@ -392,8 +415,9 @@ def write_grades(path: Path, rows: list[dict]) -> None:
 class Pool:
     """Up to ``jobs`` workers, started when there is work; `run` hands out jobs and reports each result."""
 
-    def __init__(self, jobs: int, scratch: Path, logs: Path):
+    def __init__(self, jobs: int, scratch: Path, logs: Path, memory_bytes: int = 3 * 2**30):
         env = nbgrader_environment()
+        env["AUTOGRADER_WORKER_MEMORY_BYTES"] = str(memory_bytes + 3 * 2**30)
         env["JUPYTER_PATH"] = str(write_kernelspec(scratch / "jupyter"))
         env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
         if jobs > 1:
@@ -444,7 +468,7 @@ def grade(options: Options) -> int:
     signal.signal(signal.SIGTERM, _terminate)
     scratch = Path(tempfile.mkdtemp(prefix="autograder-"))
     os.chmod(scratch, 0o711)
-    pool = Pool(options.jobs, scratch, out / ".logs")
+    pool = Pool(options.jobs, scratch, out / ".logs", options.memory_bytes)
     try:
         with ThreadPoolExecutor(1) as background:
             isolation_check = background.submit(sandbox_uids, options.jobs, options.isolate)
@@ -462,7 +486,7 @@ def grade(options: Options) -> int:
         if not tasks:
             print(f"no submissions found in {options.submissions}", file=sys.stderr)
             return 1
-        print(f"grading {len(tasks)} submissions of {len(found)} students with {options.jobs} jobs; {isolation}",
+        print(f"grading {len(tasks)} submissions of {len(found)} students with {options.jobs} jobs\n{isolation}",
               file=sys.stderr)
         return _grade_tasks(options, tasks, templates, pool)
     finally:
@@ -484,6 +508,8 @@ def _grade_tasks(options: Options, tasks: list[Task], templates: dict[str, Templ
             result = {**result, "reason": "; ".join(r for r in (task.note, result.get("reason", "")) if r)}
         if fresh and task.key:
             _save_state(out, task, result)
+        if result["status"] != "graded":
+            shutil.rmtree(out / "feedback" / task.student / task.assignment, ignore_errors=True)
         outcomes[(task.student, task.assignment)] = result
         gradebook.record(task, result)
         progress.update(task, result["status"] == "graded")
@@ -491,7 +517,6 @@ def _grade_tasks(options: Options, tasks: list[Task], templates: dict[str, Templ
     to_grade, reused = [], 0
     for task in tasks:
         if task.problem:
-            shutil.rmtree(out / "feedback" / task.student / task.assignment, ignore_errors=True)
             finish(task, {"status": "failed", "reason": task.problem, "cells": []}, fresh=False)
         elif (stored := _load_state(out, task)) is not None:
             finish(task, stored, fresh=False)

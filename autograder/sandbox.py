@@ -30,6 +30,7 @@ import signal
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 KERNEL_NAME = "autograder-sandbox"
@@ -92,8 +93,11 @@ def _int_env(name: str) -> int:
     return int(os.environ.get(name, "0"))
 
 
-def prepare() -> None:
-    """Move into the private folder, set limits, drop privileges and preload the checks."""
+def prepare() -> Callable[[], None]:
+    """Move into the private folder, set limits, drop privileges and preload the checks.
+
+    Returns a function to call once the kernel is ready: it records when each step ended.
+    """
     started = time.time()
     home = Path(os.environ.get("AUTOGRADER_SANDBOX_HOME") or tempfile.mkdtemp(prefix="autograder-kernel-"))
     home.mkdir(parents=True, exist_ok=True)
@@ -123,9 +127,14 @@ def prepare() -> None:
 
         torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
         autograder.checks._capture_torch()
-    if times is not None:
-        times.write(json.dumps({"started": started, "ready": time.time()}))
-        times.close()
+    preloaded = time.time()
+
+    def record_times() -> None:
+        if times is not None:
+            times.write(json.dumps({"started": started, "preloaded": preloaded, "ready": time.time()}))
+            times.close()
+
+    return record_times
 
 
 def write_kernelspec(folder: Path) -> Path:
@@ -164,10 +173,13 @@ def main(argv: list[str]) -> None:
         problem = check_unprivileged(int(argv[1]) if len(argv) > 1 else 65534)
         print(problem or "ok")
         sys.exit(1 if problem else 0)
-    prepare()
+    record_times = prepare()
     from ipykernel.kernelapp import IPKernelApp
 
-    IPKernelApp.launch_instance(argv=argv)
+    app = IPKernelApp.instance()
+    app.initialize(argv)
+    record_times()
+    app.start()
 
 
 if __name__ == "__main__":

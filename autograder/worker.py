@@ -19,6 +19,7 @@ import json
 import logging
 import os
 import re
+import resource
 import shutil
 import sys
 import time
@@ -78,7 +79,7 @@ def incidents(notebook: nbformat.NotebookNode, cell_timeout: int) -> list[str]:
                 notes.append(f"cell '{name}' ran past the {cell_timeout} s limit and was interrupted")
             elif output.ename == "MemoryError":
                 notes.append(f"cell '{name}' ran out of memory")
-    return notes
+    return list(dict.fromkeys(notes))
 
 
 def sanitize_for_feedback(notebook: nbformat.NotebookNode) -> None:
@@ -277,13 +278,16 @@ def grade(job: dict) -> dict:
 
 
 def _timings(kernel_times: Path, started: float, autograded_at: float) -> dict[str, float]:
-    """Seconds spent: starting the kernel (process start, imports), running the notebook, writing feedback."""
+    """Seconds spent: starting the kernel process, its imports, starting ipykernel, running the notebook
+    (with nbgrader's bookkeeping and the kernel's shutdown), writing the feedback."""
     try:
         kernel = json.loads(kernel_times.read_text())
     except (OSError, ValueError):
         return {}
-    return {"kernel_process_start": kernel["started"] - started, "kernel_preload": kernel["ready"] - kernel["started"],
-            "autograde_after_kernel": autograded_at - kernel["ready"], "feedback": time.time() - autograded_at}
+    return {"kernel_process_start": kernel["started"] - started,
+            "kernel_preload": kernel["preloaded"] - kernel["started"],
+            "ipykernel_start": kernel["ready"] - kernel["preloaded"],
+            "run_notebook": autograded_at - kernel["ready"], "feedback": time.time() - autograded_at}
 
 
 def _job_log() -> logging.Logger:
@@ -297,6 +301,10 @@ def _job_log() -> logging.Logger:
 
 def main() -> None:
     """Serve jobs from stdin until it closes."""
+    memory = int(os.environ.get("AUTOGRADER_WORKER_MEMORY_BYTES", "0"))
+    if memory:
+        # Outputs pile up here while a notebook prints: a flood ends this worker, not the machine.
+        resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
     answers = os.fdopen(os.dup(sys.stdout.fileno()), "w")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
     import nbgrader.converters  # noqa: F401 - imported once, before the first job

@@ -1,0 +1,134 @@
+"""Grade one synthetic class twice, side by side: plain sequential nbgrader, then `python -m autograder grade`.
+
+    python benchmarks/grading.py [--students 16] [--jobs 2] [--assignments 01_similarity 03_multi_head]
+
+The class: each student hands in every assignment, half with the reference solution and half with
+the blank exercise notebook. Plain nbgrader runs `nbgrader autograde` and `nbgrader generate_feedback`
+per assignment on a course folder made for it (its `generate_assignment` is set-up, not timed); the
+autograder runs with its assignment templates already generated (the same set-up), in sandboxed
+kernels, with `--jobs` workers. Both wall times, their ratio (goal on 2 cores: at most 0.6) and where
+the autograder's time went are printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from statistics import mean
+
+from autograder import NBGRADER_CONFIG, ROOT
+from autograder.machine import describe_machine
+from autograder.release import nbgrader_environment
+
+
+def _notebook(assignment: str, folder: str) -> Path:
+    (path,) = sorted((ROOT / folder / assignment).glob("*.ipynb"))
+    return path
+
+
+def _reference(assignment: str) -> dict:
+    """The exercise notebook with the reference solution cells put back."""
+    solutions = {c["metadata"]["nbgrader"]["grade_id"]: c["source"]
+                 for c in json.loads(_notebook(assignment, "solutions").read_text())["cells"]
+                 if c["metadata"].get("nbgrader", {}).get("solution")}
+    notebook = json.loads(_notebook(assignment, "exercises").read_text())
+    for cell in notebook["cells"]:
+        grade_id = cell["metadata"].get("nbgrader", {}).get("grade_id")
+        if grade_id in solutions:
+            cell["source"] = solutions[grade_id]
+    return notebook
+
+
+def make_class(folder: Path, students: int, assignments: list[str]) -> None:
+    """SUBMISSIONS/<student>/<assignment>/<notebook>.ipynb: even students reference, odd students blank."""
+    for assignment in assignments:
+        name = _notebook(assignment, "exercises").name
+        answers = {True: json.dumps(_reference(assignment)), False: _notebook(assignment, "exercises").read_text()}
+        for i in range(students):
+            path = folder / f"student{i:02d}" / assignment / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(answers[i % 2 == 0])
+
+
+def _nbgrader(course: Path, *args: str) -> None:
+    command = [sys.executable, "-m", "nbgrader", *args, "--log-level=ERROR",
+               f"--JupyterApp.config_file={NBGRADER_CONFIG}", f"--CourseDirectory.root={course}",
+               f"--CourseDirectory.db_url=sqlite:///{course / 'gradebook.db'}"]
+    subprocess.run(command, cwd=course, check=True, capture_output=True, env=nbgrader_environment())
+
+
+def plain_nbgrader(submissions: Path, course: Path, assignments: list[str]) -> float:
+    """Seconds for `nbgrader autograde` then `nbgrader generate_feedback`, one assignment after another."""
+    shutil.copytree(ROOT / "solutions", course / "solutions", dirs_exist_ok=True)
+    shutil.copytree(submissions, course / "submitted")
+    for assignment in assignments:
+        _nbgrader(course, "generate_assignment", assignment, "--force",
+                  f"--CourseDirectory.release_directory={course / 'release'}")
+    start = time.perf_counter()
+    for assignment in assignments:
+        _nbgrader(course, "autograde", assignment, "--force")
+        _nbgrader(course, "generate_feedback", assignment, "--force")
+    return time.perf_counter() - start
+
+
+def autograder(submissions: Path, out: Path, jobs: int) -> float:
+    """Seconds for `python -m autograder grade --jobs N`, its templates generated beforehand."""
+    empty = out.parent / "empty"
+    empty.mkdir()
+    # A run on an empty class generates the templates into out/.cache (set-up, as for plain nbgrader).
+    subprocess.run([sys.executable, "-m", "autograder", "grade", str(empty), "--out", str(out), "--quiet"],
+                   cwd=ROOT, capture_output=True)
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "autograder", "grade", str(submissions), "--out", str(out),
+                    "--jobs", str(jobs), "--quiet"], cwd=ROOT, check=True, capture_output=True)
+    return time.perf_counter() - start
+
+
+def where_time_went(out: Path) -> str:
+    """Mean seconds per submission in each phase, from the autograder's stored results."""
+    timings = [json.loads(p.read_text())["result"].get("timings") for p in out.glob(".state/*/*.json")]
+    timings = [t for t in timings if t]
+    if not timings:
+        return "no timings recorded"
+    phases = {
+        "kernel_process_start": "kernel process start (interpreter, sandbox set-up)",
+        "kernel_preload": "preload in the kernel (autograder.checks, torch when the notebook uses it)",
+        "ipykernel_start": "ipykernel start",
+        "run_notebook": "running the notebook (and nbgrader's bookkeeping, kernel shutdown)",
+        "feedback": "hiding tests and writing the HTML feedback",
+    }
+    return "\n".join(f"  {mean(t[key] for t in timings):5.2f} s  {label}" for key, label in phases.items())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--students", type=int, default=16)
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--assignments", nargs="+", default=["01_similarity", "03_multi_head"])
+    args = parser.parse_args()
+    print(describe_machine())
+    with tempfile.TemporaryDirectory(prefix="grading-benchmark-") as scratch:
+        root = Path(scratch)
+        make_class(root / "submissions", args.students, args.assignments)
+        count = args.students * len(args.assignments)
+        print(f"class: {args.students} students x {len(args.assignments)} assignments ({', '.join(args.assignments)})"
+              f" = {count} submissions, half reference, half blank")
+        plain = plain_nbgrader(root / "submissions", root / "course", args.assignments)
+        print(f"plain nbgrader, sequential (autograde + generate_feedback): {plain:7.1f} s "
+              f"({plain / count:.2f} s per submission)")
+        ours = autograder(root / "submissions", root / "out", args.jobs)
+        print(f"python -m autograder grade --jobs {args.jobs} (sandboxed):       {ours:7.1f} s "
+              f"({ours / count:.2f} s per submission)")
+        print(f"ratio autograder / plain nbgrader: {ours / plain:.2f} (goal: at most 0.6 with 2 jobs on 2 cores)")
+        print("where the autograder's time went, per submission (each worker's own clock):")
+        print(where_time_went(root / "out"))
+
+
+if __name__ == "__main__":
+    main()
