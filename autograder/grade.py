@@ -1,7 +1,8 @@
 """`python -m autograder grade`: grade a class in parallel with nbgrader, resumably.
 
-1. Each assignment of the course is generated once (plain `nbgrader generate_assignment`) into a
-   template gradebook, cached under ``DIR/.cache`` by a hash of its source folder.
+1. Each assignment of the course is generated once (nbgrader's generate_assignment, run by a worker)
+   into a template gradebook, cached under ``DIR/.cache`` by a hash of its source folder, the
+   nbgrader config and `autograder.checks` (which the hidden tests import).
 2. Each (student, assignment) becomes a job keyed by a hash of the submitted notebook(s), the
    template and the limits. A job whose key matches a stored result in ``DIR/.state`` is not
    graded again, so re-running is idempotent and an interrupted run resumes where it stopped.
@@ -101,7 +102,7 @@ def _hash_folder(folder: Path) -> str:
     return digest.hexdigest()
 
 
-def _read_template(assignment: str, key: str, folder: Path) -> Template:
+def _read_template(assignment: str, key: str, folder: Path, source: Path) -> Template:
     from nbgrader.api import Gradebook
 
     from autograder.gradebook import COURSE_ID
@@ -116,7 +117,8 @@ def _read_template(assignment: str, key: str, folder: Path) -> Template:
             grade_cells = gradebook.find_notebook(name, assignment).grade_cells
             for cell in sorted(grade_cells, key=lambda c: order.index(c.name) if c.name in order else len(order)):
                 cells.append((name, cell.name, float(cell.max_score)))
-    text = "".join((released / f"{name}.ipynb").read_text() for name in notebooks)
+    # Hidden tests count too: torch must be imported before student code whenever any cell uses it.
+    text = "".join(path.read_text() for path in sorted(source.glob("*.ipynb")))
     return Template(assignment, key, folder / "gradebook.db", released, notebooks, tuple(cells),
                     "import torch" in text or "from torch" in text)
 
@@ -125,8 +127,9 @@ def prepare_templates(source: Path, cache: Path, pool: Pool) -> dict[str, Templa
     """Generate (or reuse from ``cache``) the template of every assignment folder in ``source``."""
     assignments = sorted(p.name for p in source.iterdir()
                          if p.is_dir() and not p.name.startswith((".", "_")) and any(p.glob("*.ipynb")))
-    keys = {a: hashlib.sha256(f"{FORMAT_VERSION}:{a}:{_hash_folder(source / a)}".encode()).hexdigest()
-            for a in assignments}
+    shared = hashlib.sha256(NBGRADER_CONFIG.read_bytes() + (ROOT / "autograder" / "checks.py").read_bytes())
+    keys = {a: hashlib.sha256(f"{FORMAT_VERSION}:{a}:{_hash_folder(source / a)}:{shared.hexdigest()}".encode())
+            .hexdigest() for a in assignments}
     folders = {a: cache / f"{a}-{keys[a][:16]}" for a in assignments}
     missing = [a for a in assignments if not (folders[a] / "gradebook.db").exists()]
     jobs = []
@@ -147,7 +150,7 @@ def prepare_templates(source: Path, cache: Path, pool: Pool) -> dict[str, Templa
     pool.run(jobs, 600, done)
     if failures:
         raise RuntimeError("\n".join(failures))
-    return {a: _read_template(a, keys[a], folders[a]) for a in assignments}
+    return {a: _read_template(a, keys[a], folders[a], source / a) for a in assignments}
 
 
 # ---------------------------------------------------------------- tasks
@@ -426,6 +429,7 @@ class Pool:
         self.scratch = scratch
         self.uids = [0] * jobs
         self.workers = [Worker(i, env, logs / f"worker-{i}.log") for i in range(jobs)]
+        self.closing = threading.Event()
 
     def run(self, jobs: list[dict], timeout: float, on_result) -> None:
         """Run every job; calls ``on_result(index, result)`` in this thread as each one finishes.
@@ -438,7 +442,7 @@ class Pool:
         results: queue.Queue[tuple[int, dict]] = queue.Queue()
 
         def serve(worker: Worker) -> None:
-            while True:
+            while not self.closing.is_set():
                 try:
                     index = pending.get_nowait()
                 except queue.Empty:
@@ -455,8 +459,16 @@ class Pool:
             on_result(*results.get())
 
     def close(self) -> None:
+        """Stop the workers and whatever kernels they left running (after an interruption)."""
+        self.closing.set()
         for worker in self.workers:
             worker.stop()
+        for pid_file in self.scratch.glob("job-*/kernel.pid"):
+            if pid_file.read_text().strip().isdigit():
+                _kill_group(int(pid_file.read_text()))
+        for uid in self.uids:
+            if uid:
+                kill_uid(uid)
 
 
 def grade(options: Options) -> int:
@@ -544,7 +556,7 @@ def _grade_tasks(options: Options, tasks: list[Task], templates: dict[str, Templ
     write_grades(out / "grades.csv", rows)
     write_report(out / "report.html", rows, templates)
     graded = sum(r["result"]["status"] == "graded" for r in rows)
-    print(f"graded {graded} of {len(rows)} submissions ({len(to_grade)} graded now, {reused} kept from an earlier "
+    print(f"graded {graded} of {len(rows)} submissions ({len(to_grade)} run now, {reused} kept from an earlier "
           f"run); wrote {out / 'grades.csv'}, {out / 'feedback'}, {out / 'report.html'}", file=sys.stderr)
     return 0 if graded else 1
 

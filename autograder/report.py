@@ -16,6 +16,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 MISTAKE = re.compile(r"This is what you get with this mistake: (.+?)\.?$", re.MULTILINE)
+ADDRESS = re.compile(r"0x[0-9a-fA-F]{6,}")
 STYLE = """
 body { font-family: system-ui, sans-serif; max-width: 60rem; margin: 2rem auto; padding: 0 1rem; color: #222; }
 table { border-collapse: collapse; margin: 1rem 0; } td, th { border: 1px solid #ccc; padding: .3rem .6rem; }
@@ -39,7 +40,8 @@ def failure_summary(message: str) -> str:
     if mistake:
         return f"mistake: {mistake.group(1)}"
     lines = [line.strip() for line in message.splitlines() if line.strip()]
-    return lines[0][:200] if lines else "(no message)"
+    # Object addresses differ between students: without them the same failure counts once per class.
+    return ADDRESS.sub("0x...", lines[0][:200]) if lines else "(no message)"
 
 
 def _distribution(rows: list[dict], assignments: list[str], templates: dict) -> str:
@@ -48,14 +50,23 @@ def _distribution(rows: list[dict], assignments: list[str], templates: dict) -> 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    figure, axes = plt.subplots(1, len(assignments), figsize=(4 * len(assignments), 3), squeeze=False)
+    from matplotlib.ticker import MaxNLocator
+
+    figure, axes = plt.subplots(1, len(assignments), figsize=(4 * len(assignments), 3), squeeze=False,
+                                layout="constrained")
     for axis, assignment in zip(axes[0], assignments):
-        scores = [r["score"] for r in rows if r["assignment"] == assignment]
+        mine = [r for r in rows if r["assignment"] == assignment]
+        graded = [r["score"] for r in mine if r["result"]["status"] == "graded"]
+        not_graded = [r["score"] for r in mine if r["result"]["status"] != "graded"]
         top = templates[assignment].max_score
-        axis.hist(scores, bins=[x - 0.5 for x in range(int(top) + 2)], color="#4c72b0", edgecolor="white")
+        axis.hist([graded, not_graded], bins=[x - 0.5 for x in range(int(top) + 2)], stacked=True,
+                  color=["#4c72b0", "#bbbbbb"], edgecolor="white", label=["graded", "not graded"])
         axis.set_title(assignment)
         axis.set_xlabel(f"score (of {top:g})")
         axis.set_ylabel("students")
+        axis.xaxis.set_major_locator(MaxNLocator(integer=True))
+        axis.yaxis.set_major_locator(MaxNLocator(integer=True))
+    axes[0][0].legend(loc="upper center")
     return _png(figure)
 
 
@@ -68,7 +79,7 @@ def _pass_rates(rows: list[dict], assignment: str, template) -> tuple[str, list[
         outcomes = [c["passed"] for result in graded for c in result["cells"]
                     if c["grade_id"] == grade_id and c["notebook"] == notebook]
         rates.append((grade_id, sum(outcomes), len(outcomes)))
-    figure, axis = plt.subplots(figsize=(7, 0.3 * len(rates) + 1))
+    figure, axis = plt.subplots(figsize=(7, 0.3 * len(rates) + 1), layout="constrained")
     names = [name for name, _, _ in rates][::-1]
     values = [100 * passed / total if total else 0 for _, passed, total in rates][::-1]
     axis.barh(names, values, color="#55a868")

@@ -218,7 +218,12 @@ def _read_scores(db_url: str, assignment: str, notebooks: list[str], course: Pat
 
 
 def grade(job: dict) -> dict:
-    """Grade one submission (see `autograder.grade.Job` for the fields); returns the result."""
+    """Grade one submission; returns {"status", "reason", "cells", "timings"}.
+
+    The job (built by `autograder.grade`): assignment, notebooks (name -> submitted file or None),
+    workdir (this job's own folder), released and gradebook (the assignment's template), feedback
+    (the folder for the HTML), cell_timeout, preload_torch, uid (0: no privilege drop) and limits.
+    """
     assignment, workdir = job["assignment"], Path(job["workdir"])
     course = workdir / "course"
     source = course / "source" / assignment

@@ -83,11 +83,11 @@ def test_rerun_is_idempotent_and_grades_only_what_changed(first_run) -> None:
     before = (out / "grades.csv").read_text()
     again = grade_cli(submissions, "--out", out, *OPTIONS)
     assert again.returncode == 0, again.stderr
-    assert "(0 graded now, 3 kept from an earlier run)" in again.stderr
+    assert "(0 run now, 3 kept from an earlier run)" in again.stderr
     assert (out / "grades.csv").read_text() == before
     write_submission(submissions, "cy", "toy", student_notebook(first_run["released"], REFERENCE))
     changed = grade_cli(submissions, "--out", out, *OPTIONS)
-    assert "(1 graded now, 2 kept from an earlier run)" in changed.stderr, changed.stderr
+    assert "(1 run now, 2 kept from an earlier run)" in changed.stderr, changed.stderr
     assert read_grades(out)[("cy", "toy")]["score"] == "5"
     with sqlite3.connect(out / "gradebook.db") as db:
         assert db.execute("select count(*) from submitted_assignment").fetchone() == (3,)
@@ -111,7 +111,7 @@ def test_interrupted_run_resumes(first_run) -> None:
     finished = len(list((out / ".state").glob("*/toy.json")))
     assert 1 <= finished < 4
     resumed = grade_cli(submissions, "--out", out, *OPTIONS)
-    assert f"({4 - finished} graded now, {finished} kept from an earlier run)" in resumed.stderr, resumed.stderr
+    assert f"({4 - finished} run now, {finished} kept from an earlier run)" in resumed.stderr, resumed.stderr
     assert all(row["score"] == "5" for row in read_grades(out).values())
 
 
