@@ -20,6 +20,7 @@ import logging
 import os
 import re
 import resource
+import secrets
 import shutil
 import sys
 import time
@@ -40,6 +41,49 @@ HIDDEN_PLACEHOLDER = "# (hidden tests: not shown)\n"
 OUTPUT_LIMIT = 2000
 MESSAGE_LIMIT = 2000
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
+CANARY = """# autograder canary {token}
+### BEGIN HIDDEN TESTS
+from autograder.checks import expect_close, expect_equal, expect_float, expect_ndarray, expect_raises
+
+_canary_caught = 0
+for _canary in (lambda: expect_equal(1, 2, "canary"), lambda: expect_close(1.0, 2.0, "canary"),
+                lambda: expect_float("1", "canary"), lambda: expect_ndarray([1.0], "canary"),
+                lambda: expect_raises(ValueError, lambda: None, "canary")):
+    try:
+        _canary()
+    except AssertionError:
+        _canary_caught += 1
+raise AssertionError(f"{token} {{_canary_caught}}")
+### END HIDDEN TESTS
+"""
+CANARY_CHECKS = 5
+TAMPERED = ("the notebook tampered with grading: it replaced autograder.checks or changed how cells run "
+            "(a failing test no longer failed)")
+
+
+def add_canary(path: Path, token: str) -> None:
+    """Append a last cell that must fail with ``token`` and the number of checks that failed in it.
+
+    It is written like a hidden test. If solution code replaced the checks (``autograder.checks``)
+    or made IPython swallow errors, the cell's outputs differ and the submission is not graded.
+    """
+    notebook = nbformat.read(path, as_version=4)
+    notebook.cells.append(nbformat.v4.new_code_cell(CANARY.format(token=token)))
+    nbformat.write(notebook, path)
+
+
+def canary_problem(notebook: nbformat.NotebookNode, token: str) -> str:
+    """Empty if the canary cell failed exactly as it must, else why not; removes it from ``notebook``."""
+    cells = [c for c in notebook.cells if c.cell_type == "code" and token in c.source]
+    notebook.cells = [c for c in notebook.cells if c not in cells]
+    errors = [o for c in cells for o in c.get("outputs", []) if o.output_type == "error"]
+    if any(o.ename in ("CellTimeoutError", "KeyboardInterrupt") for o in errors):
+        return "the notebook did not finish: the kernel was still busy at its last cell"
+    if [(o.ename, o.evalue) for o in errors] != [("AssertionError", f"{token} {CANARY_CHECKS}")]:
+        return TAMPERED
+    return ""
 
 
 def _text(value: Any) -> str:
@@ -231,6 +275,7 @@ def grade(job: dict) -> dict:
     submitted = course / "submitted" / STUDENT / assignment
     submitted.mkdir(parents=True)
     problems = []
+    token = f"canary-{secrets.token_hex(16)}"
     for name, path in job["notebooks"].items():
         if path is None:
             continue
@@ -241,6 +286,7 @@ def grade(job: dict) -> dict:
                             f"{shorten(str(error).splitlines()[0] if str(error) else '', 200)})")
             continue
         shutil.copyfile(path, submitted / f"{name}.ipynb")
+        add_canary(submitted / f"{name}.ipynb", token)
     if problems:
         return {"status": "failed", "reason": "; ".join(problems), "cells": []}
     gradebook = workdir / "gradebook.db"
@@ -263,10 +309,13 @@ def grade(job: dict) -> dict:
         return {"status": "failed", "reason": _failure_reason(error_log), "cells": []}
     cells = _read_scores(db_url, assignment, list(job["notebooks"]), course)
     notes = []
-    for name in job["notebooks"]:
+    for name, path in job["notebooks"].items():
         autograded = course / "autograded" / STUDENT / assignment / f"{name}.ipynb"
         if autograded.exists():
             notebook = nbformat.read(autograded, as_version=4)
+            problem = canary_problem(notebook, token) if path is not None else ""
+            if problem:
+                return {"status": "failed", "reason": problem, "cells": []}
             notes += incidents(notebook, job["cell_timeout"])
             sanitize_for_feedback(notebook)
             nbformat.write(notebook, autograded)

@@ -44,6 +44,21 @@ torch.testing.assert_close = lambda *args, **kwargs: None
 def scale(x, s):
     return x'''
 
+PATCHES_CHECKS = '''import autograder.checks as checks
+for name in ("expect_close", "expect_equal", "expect_raises", "expect_float", "expect_ndarray"):
+    setattr(checks, name, lambda *args, **kwargs: None)
+
+def add(a, b):
+    return a * b'''
+
+SWALLOWS_ERRORS = '''def swallow(lines):
+    return ["try:\\n"] + ["    " + line for line in lines] + ["\\nexcept BaseException:\\n", "    pass\\n"]
+
+get_ipython().input_transformers_post.append(swallow)
+
+def add(a, b):
+    return a * b'''
+
 KILLS_WORKER = '''import os, signal
 try:
     os.kill(os.getppid(), signal.SIGKILL)
@@ -126,6 +141,10 @@ def _build_class(folder: Path, released: dict[str, Path]) -> dict[str, tuple]:
     expected["always_equal"] = (3, True, "")
     submit("patches_numpy", student_notebook(toy, _answers(add=PATCHES_NUMPY)))
     expected["patches_numpy"] = (1, True, "")
+    submit("patches_checks", student_notebook(toy, _answers(add=PATCHES_CHECKS)))
+    expected["patches_checks"] = (0, False, "tampered with grading")
+    submit("swallows_errors", student_notebook(toy, _answers(add=SWALLOWS_ERRORS)))
+    expected["swallows_errors"] = (0, False, "tampered with grading")
     submit("kills-worker", student_notebook(toy, _answers(add=KILLS_WORKER)))
     expected["kills-worker"] = (5, True, "") if ISOLATED else (0, False, "grading process was killed")
     if ISOLATED:
@@ -172,7 +191,7 @@ def test_the_class_is_graded(graded_class) -> None:
 
 @pytest.mark.parametrize("student", ["jean-luc.picard", "blank", "loop", "sleeper", "stubborn", "dies", "hog",
                                      "syntax", "edits.tests", "deletes-tests", "always_equal", "patches_numpy",
-                                     "kills-worker", "vandal", "corrupt", "misnamed", "empty.folder", "loud",
+                                     "patches_checks", "swallows_errors", "kills-worker", "vandal", "corrupt", "misnamed", "empty.folder", "loud",
                                      "torch-only"])
 def test_each_outcome(graded_class, student: str) -> None:
     expected = graded_class["expected"]
