@@ -1,10 +1,10 @@
 """The grading kernel: an IPython kernel with resource limits, started as an unprivileged user when it can.
 
-nbgrader starts it through the kernelspec that `autograder.worker` writes (argv:
+nbgrader starts it through the kernelspec that `write_kernelspec` writes (argv:
 ``python -m autograder.sandbox -f {connection_file}``). Before any student code runs it
 
 1. copies the released files of the assignment (its working directory, notebooks excluded) into
-   a private folder and moves there, so that nothing the grader writes is reachable by the kernel;
+   a private folder and moves there, so that the kernel never writes where the grader does;
 2. sets resource limits: address space (memory), CPU time, file size, number of processes;
 3. when started as root with an unprivileged uid to use (``AUTOGRADER_SANDBOX_UID``), gives that
    uid its folder and becomes it, keeping only the capability to read and search files (so the
@@ -125,7 +125,8 @@ def prepare() -> Callable[[], None]:
     if os.environ.get("AUTOGRADER_PRELOAD_TORCH") == "1":
         import torch
 
-        torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
+        if "OMP_NUM_THREADS" in os.environ:
+            torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
         autograder.checks._capture_torch()
     preloaded = time.time()
 

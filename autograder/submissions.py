@@ -42,7 +42,8 @@ def from_folder(folder: Path) -> dict[str, Found]:
     for student in sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith(".")):
         entry = found.setdefault(student.name, Found())
         for assignment in sorted(p for p in student.iterdir() if p.is_dir() and not p.name.startswith(".")):
-            entry.files[assignment.name] = sorted(p for p in assignment.glob("*.ipynb") if p.is_file())
+            entry.files[assignment.name] = sorted(p for p in assignment.glob("*.ipynb")
+                                                  if p.is_file() and not p.is_symlink())
     return found
 
 

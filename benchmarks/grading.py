@@ -90,12 +90,8 @@ def autograder(submissions: Path, out: Path, jobs: int) -> float:
     return time.perf_counter() - start
 
 
-def where_time_went(out: Path) -> str:
-    """Mean seconds per submission in each phase, from the autograder's stored results."""
-    timings = [json.loads(p.read_text())["result"].get("timings") for p in out.glob(".state/*/*.json")]
-    timings = [t for t in timings if t]
-    if not timings:
-        return "no timings recorded"
+def where_time_went(out: Path, assignments: list[str]) -> str:
+    """Mean seconds per submission in each phase and assignment, from the autograder's stored results."""
     phases = {
         "kernel_process_start": "kernel process start (interpreter, sandbox set-up)",
         "kernel_preload": "preload in the kernel (autograder.checks, torch when the notebook uses it)",
@@ -103,7 +99,13 @@ def where_time_went(out: Path) -> str:
         "run_notebook": "running the notebook (and nbgrader's bookkeeping, kernel shutdown)",
         "feedback": "hiding tests and writing the HTML feedback",
     }
-    return "\n".join(f"  {mean(t[key] for t in timings):5.2f} s  {label}" for key, label in phases.items())
+    timings = {a: [json.loads(p.read_text())["result"].get("timings") for p in out.glob(f".state/*/{a}.json")]
+               for a in assignments}
+    lines = ["  " + " ".join(f"{a:>16s}" for a in assignments)]
+    for key, label in phases.items():
+        means = [mean(t[key] for t in timings[a] if t) if any(timings[a]) else float("nan") for a in assignments]
+        lines.append("  " + " ".join(f"{m:14.2f} s" for m in means) + f"  {label}")
+    return "\n".join(lines)
 
 
 def main() -> None:
@@ -127,7 +129,7 @@ def main() -> None:
               f"({ours / count:.2f} s per submission)")
         print(f"ratio autograder / plain nbgrader: {ours / plain:.2f} (goal: at most 0.6 with 2 jobs on 2 cores)")
         print("where the autograder's time went, per submission (each worker's own clock):")
-        print(where_time_went(root / "out"))
+        print(where_time_went(root / "out", args.assignments))
 
 
 if __name__ == "__main__":
