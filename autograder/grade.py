@@ -320,19 +320,24 @@ def _reserve_uids(count: int) -> list[int]:
     return uids
 
 
-def sandbox_uids(jobs: int, isolate: bool) -> tuple[list[int], str]:
-    """One unprivileged uid per job slot when running as root and it works here, else zeros; and a note."""
+def sandbox_uids(jobs: int, isolate: bool) -> tuple[list[int], bool, str]:
+    """One unprivileged uid per job slot when running as root and it works here (else zeros), whether
+    kernels can also have folders hidden from them, and a line that says which."""
     if not isolate:
-        return [0] * jobs, "warning: kernels run as this user, with resource limits only (--no-isolate)"
+        return [0] * jobs, False, "warning: kernels run as this user, with resource limits only (--no-isolate)"
     if os.geteuid() != 0:
-        return [0] * jobs, ("warning: not running as root, so kernels run as this user with resource limits "
-                            "only: student code could reach this user's files and processes")
+        return [0] * jobs, False, ("warning: not running as root, so kernels run as this user with resource "
+                                   "limits only: student code could reach this user's files and processes")
     uids = _reserve_uids(jobs)
-    problem = check_unprivileged(uids[0])
+    if not check_unprivileged(uids[0], hide=True):
+        return uids, True, (f"isolation: each kernel runs as its own unprivileged uid ({uids[0]}..{uids[-1]}) "
+                            "with resource limits; solutions, submissions and output are hidden from it")
+    problem = check_unprivileged(uids[0], hide=False)
     if problem:
-        return [0] * jobs, (f"warning: kernels cannot run as an unprivileged user here ({problem}), so they run "
-                            "as root with resource limits only")
-    return uids, f"isolation: each kernel runs as its own unprivileged uid ({uids[0]}..{uids[-1]}) with resource limits"
+        return [0] * jobs, False, (f"warning: kernels cannot run as an unprivileged user here ({problem}), so "
+                                   "they run as root with resource limits only")
+    return uids, False, (f"isolation: each kernel runs as its own unprivileged uid ({uids[0]}..{uids[-1]}) with "
+                         "resource limits (no mount namespace here: it could read the solutions)")
 
 
 # ---------------------------------------------------------------- results
@@ -428,6 +433,7 @@ class Pool:
         logs.mkdir(parents=True, exist_ok=True)
         self.scratch = scratch
         self.uids = [0] * jobs
+        self.hidden: list[str] = []
         self.workers = [Worker(i, env, logs / f"worker-{i}.log") for i in range(jobs)]
         self.closing = threading.Event()
 
@@ -449,7 +455,8 @@ class Pool:
                     return
                 job = dict(jobs[index])
                 if "notebooks" in job:
-                    job.update(workdir=_workdir(self.scratch, worker.slot), uid=self.uids[worker.slot])
+                    job.update(workdir=_workdir(self.scratch, worker.slot), uid=self.uids[worker.slot],
+                               hidden=self.hidden)
                 results.put((index, worker.run(job, timeout)))
 
         threads = [threading.Thread(target=serve, args=(w,), daemon=True) for w in self.workers[:len(jobs)]]
@@ -485,7 +492,10 @@ def grade(options: Options) -> int:
         with ThreadPoolExecutor(1) as background:
             isolation_check = background.submit(sandbox_uids, options.jobs, options.isolate)
             templates = prepare_templates(options.source, out / ".cache", pool)
-            pool.uids, isolation = isolation_check.result()
+            pool.uids, can_hide, isolation = isolation_check.result()
+        if can_hide:
+            pool.hidden = [str(p) for p in (options.source, options.out.resolve(), options.submissions.resolve(),
+                                            scratch / "submissions")]
         if not templates:
             print(f"no assignments found in {options.source}", file=sys.stderr)
             return 1

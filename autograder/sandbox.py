@@ -7,9 +7,11 @@ nbgrader starts it through the kernelspec that `write_kernelspec` writes (argv:
    a private folder and moves there, so that the kernel never writes where the grader does;
 2. sets resource limits: address space (memory), CPU time, file size, number of processes;
 3. when started as root with an unprivileged uid to use (``AUTOGRADER_SANDBOX_UID``), gives that
-   uid its folder and becomes it, keeping only the capability to read and search files (so the
-   interpreter, wherever it is installed, stays importable): student code can then neither kill the
-   grader nor write outside its own folder;
+   uid its folder, covers the folders in ``AUTOGRADER_HIDDEN_PATHS`` (solutions, submissions, the
+   grader's output) with empty ones in a mount namespace of its own, and becomes that uid, keeping
+   only the capability to read and search files (so the interpreter, wherever it is installed, stays
+   importable): student code can then neither kill the grader, nor write outside its own folder, nor
+   read the reference solutions;
 4. imports `autograder.checks` (and torch, with ``AUTOGRADER_PRELOAD_TORCH=1``), so that the checks
    hold genuine references to numpy's and torch's comparison functions before any student code can
    replace them.
@@ -38,6 +40,11 @@ _PR_SET_KEEPCAPS = 8
 _PR_SET_NO_NEW_PRIVS = 38
 _CAPABILITY_VERSION_3 = 0x20080522
 _CAP_DAC_READ_SEARCH = 2
+_CLONE_NEWNS = 0x00020000
+_MS_RDONLY = 1
+_MS_BIND = 0x1000
+_MS_REC = 0x4000
+_MS_PRIVATE = 1 << 18
 
 
 class _CapHeader(ctypes.Structure):
@@ -74,6 +81,31 @@ def drop_privileges(uid: int) -> None:
         raise OSError(ctypes.get_errno(), "capset failed")
     if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
+
+
+def hide_paths(paths: list[str]) -> None:
+    """In a mount namespace of this process's own, cover each folder with an empty read-only tmpfs and each
+    file with /dev/null; needs root.
+
+    The kernel keeps its capability to read any file (to import the interpreter's modules from
+    wherever they are installed); this is what keeps the course's solutions, the submissions and the
+    grader's output out of its reach.
+    """
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
+    if libc.unshare(_CLONE_NEWNS) != 0:
+        raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWNS) failed")
+    if libc.mount(b"none", b"/", None, _MS_REC | _MS_PRIVATE, None) != 0:
+        raise OSError(ctypes.get_errno(), "making mounts private failed")
+    for path in paths:
+        if os.path.isdir(path):
+            failed = libc.mount(b"tmpfs", path.encode(), b"tmpfs", _MS_RDONLY, b"size=4k,mode=555")
+        elif os.path.isfile(path):
+            failed = libc.mount(b"/dev/null", path.encode(), None, _MS_BIND, None)
+        else:
+            continue
+        if failed:
+            raise OSError(ctypes.get_errno(), f"hiding {path} failed")
 
 
 def _chown_tree(folder: Path, uid: int) -> None:
@@ -119,6 +151,9 @@ def prepare() -> Callable[[], None]:
     set_limits(_int_env("AUTOGRADER_MEMORY_BYTES"), _int_env("AUTOGRADER_CPU_SECONDS"),
                _int_env("AUTOGRADER_FILE_BYTES"), _int_env("AUTOGRADER_PROCESSES"))
     if uid and os.geteuid() == 0:
+        hidden = os.environ.get("AUTOGRADER_HIDDEN_PATHS", "")
+        if hidden:
+            hide_paths(hidden.split(os.pathsep))
         drop_privileges(uid)
     import autograder.checks  # noqa: F401 - captures numpy's functions before student code runs
 
@@ -150,19 +185,24 @@ def write_kernelspec(folder: Path) -> Path:
     return folder
 
 
-def check_unprivileged(uid: int) -> str:
-    """Empty if a kernel can run as ``uid`` here (imports work, root's files are read-only), else why not."""
+def check_unprivileged(uid: int, hide: bool) -> str:
+    """Empty if a kernel can run as ``uid`` here (imports work, the grader's files are read-only and,
+    with ``hide``, hidden folders are empty), else why not."""
     import subprocess
 
     with tempfile.TemporaryDirectory(prefix="autograder-check-") as scratch:
-        probe = Path(scratch) / "root-owned"
+        probe, secret = Path(scratch) / "root-owned", Path(scratch) / "hidden" / "secret"
         probe.write_text("grader")
-        code = ("import sys, os; from autograder.sandbox import drop_privileges; drop_privileges(int(sys.argv[1]));"
-                "import numpy, autograder.checks\n"
+        secret.parent.mkdir()
+        secret.write_text("solution")
+        code = ("import sys, os\nfrom autograder.sandbox import drop_privileges, hide_paths\n"
+                "if sys.argv[4] == '1':\n    hide_paths([sys.argv[3]])\n"
+                "drop_privileges(int(sys.argv[1]))\nimport numpy, autograder.checks\n"
+                "if sys.argv[4] == '1' and os.listdir(sys.argv[3]):\n    sys.exit('a hidden folder is visible')\n"
                 "try:\n    open(sys.argv[2], 'w')\nexcept PermissionError:\n    sys.exit(0)\n"
                 "sys.exit('could write a file of the grader')")
-        done = subprocess.run([sys.executable, "-c", code, str(uid), str(probe)], capture_output=True, text=True,
-                              timeout=120, cwd=scratch)
+        done = subprocess.run([sys.executable, "-c", code, str(uid), str(probe), str(secret.parent), str(int(hide))],
+                              capture_output=True, text=True, timeout=120, cwd=scratch)
     if done.returncode != 0:
         return (done.stderr.strip().splitlines() or ["failed"])[-1]
     return ""
@@ -171,7 +211,7 @@ def check_unprivileged(uid: int) -> str:
 def main(argv: list[str]) -> None:
     """Kernel entry point: ``python -m autograder.sandbox -f CONNECTION_FILE [ipykernel options]``."""
     if argv[:1] == ["--check"]:
-        problem = check_unprivileged(int(argv[1]) if len(argv) > 1 else 65534)
+        problem = check_unprivileged(int(argv[1]) if len(argv) > 1 else 65534, hide=True)
         print(problem or "ok")
         sys.exit(1 if problem else 0)
     record_times = prepare()

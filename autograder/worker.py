@@ -266,7 +266,8 @@ def grade(job: dict) -> dict:
 
     The job (built by `autograder.grade`): assignment, notebooks (name -> submitted file or None),
     workdir (this job's own folder), released and gradebook (the assignment's template), feedback
-    (the folder for the HTML), cell_timeout, preload_torch, uid (0: no privilege drop) and limits.
+    (the folder for the HTML), cell_timeout, preload_torch, uid (0: no privilege drop), hidden (folders
+    the kernel must not see) and limits.
     """
     assignment, workdir = job["assignment"], Path(job["workdir"])
     course = workdir / "course"
@@ -298,6 +299,7 @@ def grade(job: dict) -> dict:
         "AUTOGRADER_KERNEL_TIMES_FILE": str(workdir / "kernel.times"),
         "AUTOGRADER_PRELOAD_TORCH": "1" if job["preload_torch"] else "0",
         "AUTOGRADER_SANDBOX_UID": str(job["uid"]),
+        "AUTOGRADER_HIDDEN_PATHS": os.pathsep.join(job["hidden"]),
         **{f"AUTOGRADER_{key.upper()}": str(value) for key, value in job["limits"].items()},
     })
     from nbgrader.converters import Autograde, GenerateFeedback

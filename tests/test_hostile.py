@@ -18,7 +18,8 @@ from autograder.sandbox import check_unprivileged
 from tests.grading_helpers import (FIXTURE_SOURCE, HIDDEN_MARKER, grade_cli, read_grades, released_notebooks, solution_sources,
                                    student_notebook, write_submission)
 
-ISOLATED = os.geteuid() == 0 and not check_unprivileged(65534)
+ISOLATED = os.geteuid() == 0 and not check_unprivileged(65534, hide=False)
+HIDING = ISOLATED and not check_unprivileged(65534, hide=True)
 REFERENCE = solution_sources(FIXTURE_SOURCE / "toy" / "toy.ipynb")
 ADD = REFERENCE["add"]
 MEAN = REFERENCE["mean"]
@@ -93,6 +94,20 @@ while pid > 1:
     pid = parent
 ''' + ADD
 
+# Runs the reference solution, read from the course's source folder while being graded.
+READS_SOLUTIONS = '''import json
+from pathlib import Path
+
+import autograder
+
+source = Path(autograder.__file__).parent.parent / "tests" / "fixtures" / "course" / "source" / "toy" / "toy.ipynb"
+try:
+    cells = json.loads(source.read_text())["cells"]
+    exec("".join(next(c["source"] for c in cells if c["metadata"]["nbgrader"]["grade_id"] == "add")))
+except OSError:
+    def add(a, b):
+        return a - b'''
+
 STUBBORN = '''import signal
 signal.signal(signal.SIGINT, signal.SIG_IGN)
 while True:
@@ -150,6 +165,8 @@ def _build_class(folder: Path, released: dict[str, Path]) -> dict[str, tuple]:
     if ISOLATED:
         submit("vandal", student_notebook(toy, _answers(add=VANDAL)))
         expected["vandal"] = (5, True, "")
+    submit("reads_solutions", student_notebook(toy, _answers(add=READS_SOLUTIONS)))
+    expected["reads_solutions"] = (2, True, "") if HIDING else (5, True, "")
     submit("corrupt", "{ this is not json")
     expected["corrupt"] = (0, False, "not a readable notebook")
     submit("misnamed", student_notebook(toy, _answers()), filename="toy (1).ipynb")
@@ -191,7 +208,7 @@ def test_the_class_is_graded(graded_class) -> None:
 
 @pytest.mark.parametrize("student", ["jean-luc.picard", "blank", "loop", "sleeper", "stubborn", "dies", "hog",
                                      "syntax", "edits.tests", "deletes-tests", "always_equal", "patches_numpy",
-                                     "patches_checks", "swallows_errors", "kills-worker", "vandal", "corrupt", "misnamed", "empty.folder", "loud",
+                                     "patches_checks", "swallows_errors", "kills-worker", "vandal", "reads_solutions", "corrupt", "misnamed", "empty.folder", "loud",
                                      "torch-only"])
 def test_each_outcome(graded_class, student: str) -> None:
     expected = graded_class["expected"]
@@ -246,4 +263,5 @@ def test_report_names_who_was_not_graded(graded_class) -> None:
 def test_isolation_is_reported(graded_class) -> None:
     message = graded_class["done"].stderr
     assert ("own unprivileged uid" in message) == ISOLATED, message
+    assert ("solutions, submissions and output are hidden" in message) == HIDING, message
     assert ("warning:" in message) != ISOLATED, message
