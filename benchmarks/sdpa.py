@@ -11,8 +11,8 @@ torch.profiler, times it with torch.utils.benchmark on every thread, and measure
 torch held during one call. A backend that cannot run a configuration is recorded as
 unavailable, never silently replaced by another.
 
-Writes DIR/sdpa.csv (one row per configuration) and DIR/sdpa.json (the machine, the settings, each
-device's peak and the same rows). The peak is the throughput of a large matmul measured here,
+Writes DIR/sdpa.csv (one row per configuration), DIR/sdpa.json (the machine, the settings, each
+device's peak and the same rows) and DIR/sdpa.png (achieved TFLOP/s against length). The peak is the throughput of a large matmul measured here,
 unless --peak-tflops gives a datasheet figure. The measuring functions are the course's reference
 solutions of chapter 6 (autograder.solutions.load_solution).
 """
@@ -115,9 +115,25 @@ def measure(device: str, dtype: torch.dtype, backend: SDPBackend, causal: bool, 
                peak_bytes=memory)
 
 
+def plot_tflops(result: dict, title: str):
+    """Achieved TFLOP/s against sequence length, one line per device, dtype and backend (non-causal)."""
+    import matplotlib.pyplot as plt
+
+    rows = [r for r in result["rows"] if r["median_s"] and not r["causal"]]
+    fig, ax = plt.subplots(figsize=(7, 3.8))
+    for series in sorted({(r["device"], r["dtype"], r["backend"]) for r in rows}):
+        points = sorted((r["seq_len"], r["tflops"]) for r in rows if (r["device"], r["dtype"], r["backend"]) == series)
+        ax.loglog(*zip(*points), "o-", label=" ".join(series))
+    ax.set(xlabel="sequence length", ylabel="achieved TFLOP/s (non-causal)", title=title)
+    ax.legend(fontsize=7)
+    fig.text(0.01, 0.01, f"measured by benchmarks/sdpa.py on {result['machine']}", fontsize=6)
+    fig.tight_layout(rect=(0, 0.04, 1, 1))
+    return fig
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, required=True, help="folder for sdpa.csv and sdpa.json")
+    parser.add_argument("--out", type=Path, required=True, help="folder for sdpa.csv, sdpa.json and sdpa.png")
     parser.add_argument("--lengths", type=int, nargs="+", help="sequence lengths (default: 256..2048 on CPU, 512..8192 on CUDA)")
     parser.add_argument("--batch", type=int, default=1)
     parser.add_argument("--heads", type=int, default=8)
@@ -151,11 +167,12 @@ def main() -> None:
         writer = csv.DictWriter(handle, fieldnames=list(Row.__dataclass_fields__))
         writer.writeheader()
         writer.writerows(asdict(row) for row in rows)
-    (args.out / "sdpa.json").write_text(json.dumps(
-        {"machine": machine, "torch": torch.__version__, "threads": torch.get_num_threads(),
-         "peak_tflops": peaks, "peak_source": "given" if args.peak_tflops else "measured matmul",
-         "rows": [asdict(row) for row in rows]}, indent=1))
-    print(f"\nwrote {args.out / 'sdpa.csv'} and {args.out / 'sdpa.json'}")
+    result = {"machine": machine, "torch": torch.__version__, "threads": torch.get_num_threads(),
+              "peak_tflops": peaks, "peak_source": "given" if args.peak_tflops else "measured matmul",
+              "rows": [asdict(row) for row in rows]}
+    (args.out / "sdpa.json").write_text(json.dumps(result, indent=1))
+    plot_tflops(result, "torch SDPA: achieved TFLOP/s by backend").savefig(args.out / "sdpa.png", dpi=120)
+    print(f"\nwrote {args.out / 'sdpa.csv'}, {args.out / 'sdpa.json'} and {args.out / 'sdpa.png'}")
 
 
 if __name__ == "__main__":
