@@ -35,11 +35,14 @@ def _png(figure) -> str:
 
 
 def failure_summary(message: str) -> str:
-    """The part of a failure message that names the mistake: the misconception line, else the first line."""
+    """The part of a failure message that names the mistake: the misconception line, else the first line
+    (an untouched solution stub counts as not attempted)."""
     mistake = MISTAKE.search(message)
     if mistake:
         return f"mistake: {mistake.group(1)}"
     lines = [line.strip() for line in message.splitlines() if line.strip()]
+    if lines and lines[0].startswith("NotImplementedError"):
+        return "not attempted: the solution cell still raises NotImplementedError"
     # Object addresses differ between students: without them the same failure counts once per class.
     return ADDRESS.sub("0x...", lines[0][:200]) if lines else "(no message)"
 
