@@ -96,6 +96,25 @@ def softmax(x, axis=-1):
         e = np.exp(x - x.max(axis=axis))
         return e / e.sum(axis=axis)
 """),
+    Answer("softmax", "subtracts the maximum of the whole array, not of each row", """
+def softmax(x, axis=-1):
+    x = np.asarray(x, dtype=float)
+    peak = np.max(x)
+    if not np.isfinite(peak):
+        peak = 0.0
+    e = np.exp(x - peak)
+    total = e.sum(axis=axis, keepdims=True)
+    return np.divide(e, total, out=np.zeros_like(e), where=total > 0)
+""", message="each slice's own maximum"),
+    Answer("softmax", "subtracts the maximum in place: the caller's scores are overwritten", """
+def softmax(x, axis=-1):
+    peak = x.max(axis=axis, keepdims=True)
+    peak[~np.isfinite(peak)] = 0.0
+    x -= peak
+    e = np.exp(x)
+    total = e.sum(axis=axis, keepdims=True)
+    return np.divide(e, total, out=np.zeros_like(e), where=total > 0)
+""", message="must not change its argument"),
     Answer("softmax", "replaces nan by 1/n in fully masked rows", """
 def softmax(x, axis=-1):
     with np.errstate(all="ignore"):
@@ -125,7 +144,7 @@ def cosine_similarity(a, b):
 def similarity_matrix(Q, K):
     return np.einsum("...id,...jd->...ij", Q, K)
 """),
-    Answer("softmax", "log-sum-exp with masked rows handled by nan_to_num", """
+    Answer("softmax", "in-place edits of the row maxima and sums, then one division", """
 def softmax(x, axis=-1):
     x = np.asarray(x, dtype=np.float64)
     m = np.max(x, axis=axis, keepdims=True)
@@ -134,5 +153,13 @@ def softmax(x, axis=-1):
     s = np.sum(z, axis=axis, keepdims=True)
     s[s == 0] = 1.0
     return z / s
+"""),
+    Answer("softmax", "keeps the input's dtype (float32 stays float32) and uses np.where", """
+def softmax(x, axis=-1):
+    peak = np.max(x, axis=axis, keepdims=True)
+    peak = np.where(np.isfinite(peak), peak, 0)
+    e = np.exp(x - peak)
+    total = e.sum(axis=axis, keepdims=True)
+    return np.where(total > 0, e / np.where(total > 0, total, 1), 0.0)
 """),
 ]
