@@ -29,6 +29,11 @@ def causal_mask(n_q, n_k=None):
     n_k = n_q if n_k is None else n_k
     return np.arange(n_k)[None, :] < np.arange(n_q)[:, None] + (n_k - n_q)
 """, message="its own position"),
+    Answer("causal_mask", "np.tril with the offset's sign flipped (k = n_q - n_k)", """
+def causal_mask(n_q, n_k=None):
+    n_k = n_q if n_k is None else n_k
+    return np.tril(np.ones((n_q, n_k), dtype=bool), k=n_q - n_k)
+"""),
     Answer("causal_mask", "returns 0/1 floats instead of booleans", """
 def causal_mask(n_q, n_k=None):
     n_k = n_q if n_k is None else n_k
@@ -44,6 +49,25 @@ def scaled_dot_product_attention(Q, K, V, mask=None):
     if mask is not None:
         scores = np.where(mask, scores, -np.inf)
 """ + _SOFTMAX_ROWS, message="no 1/sqrt(d_k)"),
+    Answer("scaled_dot_product_attention", "divides by d_k instead of sqrt(d_k)", """
+def scaled_dot_product_attention(Q, K, V, mask=None):
+    scores = Q @ np.swapaxes(K, -1, -2) / Q.shape[-1]
+    if mask is not None:
+        scores = np.where(mask, scores, -np.inf)
+""" + _SOFTMAX_ROWS, message="dividing by d_k instead of sqrt(d_k)"),
+    Answer("scaled_dot_product_attention", "subtracts the maximum of all scores, not of each row", """
+def scaled_dot_product_attention(Q, K, V, mask=None):
+    scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])
+    if mask is not None:
+        scores = np.where(mask, scores, -np.inf)
+    peak = scores.max()
+    if not np.isfinite(peak):
+        peak = 0.0
+    e = np.exp(scores - peak)
+    total = e.sum(axis=-1, keepdims=True)
+    weights = np.divide(e, total, out=np.zeros_like(e), where=total > 0)
+    return weights @ V, weights
+""", message="very large scores"),
     Answer("scaled_dot_product_attention", "scales by sqrt(d_v)", """
 def scaled_dot_product_attention(Q, K, V, mask=None):
     scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(V.shape[-1])
@@ -141,5 +165,16 @@ def scaled_dot_product_attention(Q, K, V, mask=None):
     s = z.sum(axis=-1, keepdims=True)
     weights = z / np.where(s == 0, 1.0, s)
     return np.einsum("...qk,...kv->...qv", weights, V), weights
+"""),
+    Answer("scaled_dot_product_attention", "an additive 0/-inf mask and a loop-free nan guard", """
+def scaled_dot_product_attention(Q, K, V, mask=None):
+    scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(K.shape[-1])
+    if mask is not None:
+        scores = scores + np.where(mask, 0.0, -np.inf)
+    peak = np.max(scores, axis=-1, keepdims=True)
+    e = np.exp(scores - np.where(np.isneginf(peak), 0.0, peak))
+    total = np.sum(e, axis=-1, keepdims=True)
+    weights = np.where(total > 0, e / np.maximum(total, np.finfo(e.dtype).tiny), 0.0)
+    return weights @ V, weights
 """),
 ]
