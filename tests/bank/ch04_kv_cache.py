@@ -124,6 +124,16 @@ class KVCache:
     def reset(self):
         self.k, self.v = self.k[:, :, :0], self.v[:, :, :0]
 ''', message="preallocated"),
+    Answer("KVCache", "preallocates, but returns copies of the filled part (.clone())", _CACHE_HEAD + '''
+    def update(self, k, v):
+        t = k.shape[2]
+        if self.n + t > self.max_seq_len:
+            raise ValueError("cache full")
+        self.k[:, :, self.n:self.n + t] = k
+        self.v[:, :, self.n:self.n + t] = v
+        self.n += t
+        return self.k[:, :, :self.n].clone(), self.v[:, :, :self.n].clone()
+''', message="not copies"),
     Answer("KVCache", "reset() zeroes the buffers but keeps the counter", '''
 class KVCache:
     def __init__(self, batch_size, num_heads, max_seq_len, head_dim, dtype=torch.float32, device=None):
