@@ -321,6 +321,45 @@ class MultiHeadAttention(nn.Module):
         w = torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1).masked_fill(~allowed, 0.0)
         return self.out_proj(merge_heads(w @ v))
 '''),
+    Answer("MultiHeadAttention", "scores K Q^T instead of Q K^T (transposed before the softmax)", _layer('''
+    def forward(self, x, mask=None, is_causal=False):
+        q, k, v = (split_heads(p(x), self.num_heads) for p in (self.q_proj, self.k_proj, self.v_proj))
+        scores = k @ q.transpose(-2, -1) / math.sqrt(self.head_dim)
+        T = x.shape[1]
+        allowed = torch.ones(T, T, dtype=torch.bool)
+        if is_causal:
+            allowed = allowed.tril()
+        if mask is not None:
+            allowed = allowed & mask
+        w = torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1).masked_fill(~allowed, 0.0)
+        return self.out_proj(merge_heads(w @ v))
+''')),
+    Answer("MultiHeadAttention", "weights the keys instead of the values (v_proj never used)", _layer('''
+    def forward(self, x, mask=None, is_causal=False):
+        q, k = (split_heads(p(x), self.num_heads) for p in (self.q_proj, self.k_proj))
+        scores = q @ k.transpose(-2, -1) / math.sqrt(self.head_dim)
+        T = x.shape[1]
+        allowed = torch.ones(T, T, dtype=torch.bool)
+        if is_causal:
+            allowed = allowed.tril()
+        if mask is not None:
+            allowed = allowed & mask
+        w = torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1).masked_fill(~allowed, 0.0)
+        return self.out_proj(merge_heads(w @ k))
+''')),
+    Answer("MultiHeadAttention", "applies is_causal only when no mask is given", _layer('''
+    def forward(self, x, mask=None, is_causal=False):
+        q, k, v = (split_heads(p(x), self.num_heads) for p in (self.q_proj, self.k_proj, self.v_proj))
+        scores = q @ k.transpose(-2, -1) / math.sqrt(self.head_dim)
+        T = x.shape[1]
+        allowed = torch.ones(T, T, dtype=torch.bool)
+        if mask is not None:
+            allowed = allowed & mask
+        elif is_causal:
+            allowed = allowed.tril()
+        w = torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1).masked_fill(~allowed, 0.0)
+        return self.out_proj(merge_heads(w @ v))
+'''), message="is_causal ignored"),
 ]
 
 RIGHT = [
@@ -399,5 +438,18 @@ def merge_heads(x):
         total = e.sum(-1, keepdim=True)
         w = e / torch.where(total > 0, total, torch.ones_like(total))
         return self.out_proj(merge_heads(torch.einsum("bhqk,bhkd->bhqd", w, v)))
+''')),
+    Answer("MultiHeadAttention", "masks with torch.finfo(dtype).min, then zeroes the disallowed weights", _layer('''
+    def forward(self, x, mask=None, is_causal=False):
+        q, k, v = (split_heads(p(x), self.num_heads) for p in (self.q_proj, self.k_proj, self.v_proj))
+        scores = q @ k.transpose(-2, -1) / math.sqrt(self.head_dim)
+        T = x.shape[1]
+        allowed = torch.ones(T, T, dtype=torch.bool)
+        if is_causal:
+            allowed = allowed.tril()
+        if mask is not None:
+            allowed = allowed & mask
+        w = torch.softmax(scores.masked_fill(~allowed, torch.finfo(scores.dtype).min), dim=-1)
+        return self.out_proj(merge_heads(w.masked_fill(~allowed, 0.0) @ v))
 ''')),
 ]
