@@ -58,7 +58,7 @@ def similarity_matrix(Q, K):
     Answer("similarity_matrix", "K.T reverses every axis of a batched K", """
 def similarity_matrix(Q, K):
     return Q @ K.T
-"""),
+""", message="K.T reverses every axis"),
     Answer("similarity_matrix", "cosine similarities instead of dot products", """
 def similarity_matrix(Q, K):
     Qn = Q / np.linalg.norm(Q, axis=-1, keepdims=True)

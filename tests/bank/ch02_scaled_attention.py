@@ -143,7 +143,7 @@ def scaled_dot_product_attention(Q, K, V, mask=None):
     scores = Q @ K.T / np.sqrt(Q.shape[-1])
     if mask is not None:
         scores = np.where(mask, scores, -np.inf)
-""" + _SOFTMAX_ROWS),
+""" + _SOFTMAX_ROWS, message="K.T reverses"),
 ]
 
 RIGHT = [
