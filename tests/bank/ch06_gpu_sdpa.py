@@ -179,4 +179,12 @@ def time_sdpa(q, k, v, backend, is_causal=False):
                                 num_threads=torch.get_num_threads())
         return float(timer.blocked_autorange(min_run_time=0.2).median)
 """),
+    Answer("kernel_name", "profiles CPU and CUDA activity (a warning on a machine without a GPU)", """
+def kernel_name(q, k, v, backend, is_causal=False):
+    with quiet_stderr(), sdpa_kernel(backend):
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+            F.scaled_dot_product_attention(q, k, v, is_causal=is_causal)
+    names = [event.name for event in prof.events()]
+    return next(name for name in names if name.startswith("aten::_scaled_dot_product"))
+"""),
 ]
