@@ -9,7 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from autograder import ROOT
+
 FIXTURE_SOURCE = ROOT / "tests" / "fixtures" / "course" / "source"
 HIDDEN_MARKER = "SECRET-HIDDEN-TEST-MARKER"
 

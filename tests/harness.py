@@ -16,7 +16,8 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from autograder import ROOT
+
 
 
 @dataclass(frozen=True)

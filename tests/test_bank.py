@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 
 from tests import bank
-from tests.harness import ROOT, code_cells, run_notebook, score, solution_notebook
+from autograder import ROOT
+from tests.grading_helpers import solution_sources
+from tests.harness import code_cells, run_notebook, score, solution_notebook
 
 MODULES = bank.modules()
 WRONG = [(m.ASSIGNMENT, a) for m in MODULES for a in m.WRONG]
@@ -57,6 +59,6 @@ def test_reference_solution_passes_every_test_in_process(module) -> None:
 @pytest.mark.parametrize("module", MODULES, ids=lambda m: m.ASSIGNMENT)
 def test_blank_student_notebook_scores_zero_on_every_test(module) -> None:
     exercise = ROOT / "exercises" / module.ASSIGNMENT / solution_notebook(module.ASSIGNMENT).name
-    stubs = {meta["grade_id"]: source for meta, source in code_cells(exercise) if meta.get("solution")}
+    stubs = solution_sources(exercise)
     passed = [r.grade_id for r in run_notebook(module.ASSIGNMENT, stubs) if r.passed]
     assert not passed, f"these test cells give points to a blank notebook: {passed}"

@@ -11,6 +11,7 @@ import pytest
 from nbclient import NotebookClient
 
 from autograder import ASSIGNMENTS, ROOT
+from tests.grading_helpers import solution_sources, student_notebook
 
 PRESENT = [a for a in ASSIGNMENTS if (ROOT / "exercises" / a).is_dir()]
 
@@ -18,15 +19,8 @@ PRESENT = [a for a in ASSIGNMENTS if (ROOT / "exercises" / a).is_dir()]
 def _completed_exercise(assignment: str) -> nbformat.NotebookNode:
     """The student notebook with each solution cell replaced by the reference solution's cell."""
     (exercise,) = (ROOT / "exercises" / assignment).glob("*.ipynb")
-    solution = json.loads((ROOT / "solutions" / assignment / exercise.name).read_text())
-    answers = {c["metadata"]["nbgrader"]["grade_id"]: c["source"] for c in solution["cells"]
-               if c["metadata"].get("nbgrader", {}).get("solution")}
-    notebook = nbformat.read(exercise, as_version=4)
-    for cell in notebook.cells:
-        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
-        if grade_id in answers:
-            cell.source = "".join(answers[grade_id])
-    return notebook
+    answers = solution_sources(ROOT / "solutions" / assignment / exercise.name)
+    return nbformat.reads(json.dumps(student_notebook(exercise, answers)), as_version=4)
 
 
 @pytest.mark.parametrize("assignment", PRESENT)
