@@ -26,15 +26,15 @@ release: $(INSTALLED)
 # Speed and memory are measured here, not in tests: each script prints its figures.
 BENCH_OUT ?= _build/benchmarks
 benchmarks: $(INSTALLED)
-	$(BIN)/python benchmarks/notebooks.py
-	$(BIN)/python benchmarks/kv_cache.py
-	$(BIN)/python benchmarks/gqa.py
-	$(BIN)/python benchmarks/sdpa.py --out $(BENCH_OUT)
-	$(BIN)/python benchmarks/grading.py
+	$(BIN)/python -m benchmarks.notebooks
+	$(BIN)/python -m benchmarks.kv_cache
+	$(BIN)/python -m benchmarks.gqa
+	$(BIN)/python -m benchmarks.sdpa --out $(BENCH_OUT)
+	$(BIN)/python -m benchmarks.grading
 
 # On a GPU machine: every SDPA backend, dtype and length, as CSV and JSON in $(BENCH_OUT).
 bench-sdpa: $(INSTALLED)
-	$(BIN)/python benchmarks/sdpa.py --out $(BENCH_OUT)
+	$(BIN)/python -m benchmarks.sdpa --out $(BENCH_OUT)
 
 clean:
 	rm -rf _build

@@ -7,8 +7,8 @@ import os
 import sys
 from pathlib import Path
 
-from autograder import ROOT
 from autograder.release import release
+from course import ROOT
 
 
 def _grade_parser(commands) -> None:

@@ -35,7 +35,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder import NBGRADER_CONFIG, ROOT
+from autograder import NBGRADER_CONFIG
+from course import ROOT
 from autograder.release import nbgrader_environment
 from autograder.sandbox import check_unprivileged, write_kernelspec
 from autograder.submissions import find

@@ -9,7 +9,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from autograder import ASSIGNMENTS, NBGRADER_CONFIG, ROOT
+from autograder import NBGRADER_CONFIG
+from course import ROOT
+from course.chapters import slugs
 
 
 def nbgrader_command(*args: str, db_url: str) -> list[str]:
@@ -34,14 +36,12 @@ def generate(assignment: str, release_dir: Path, db_url: str) -> Path:
     return release_dir / assignment
 
 
-def release(release_dir: Path = ROOT / "exercises", assignments: tuple[str, ...] = ASSIGNMENTS) -> list[Path]:
-    """Regenerate every assignment that has a source folder; returns the folders written."""
+def release(release_dir: Path = ROOT / "exercises", assignments: tuple[str, ...] | None = None) -> list[Path]:
+    """Regenerate the given chapters (default: every chapter of the registry); returns the folders written."""
     written = []
     with tempfile.TemporaryDirectory() as scratch:
         db_url = f"sqlite:///{Path(scratch) / 'gradebook.db'}"
-        for assignment in assignments:
-            if not (ROOT / "solutions" / assignment).is_dir():
-                continue
+        for assignment in assignments or slugs():
             shutil.rmtree(release_dir / assignment, ignore_errors=True)
             written.append(generate(assignment, release_dir, db_url))
     return written

@@ -1,7 +1,7 @@
 """Decode speed and KV cache memory of MHA, GQA and MQA versions of one small decoder.
 
-    python benchmarks/gqa.py --threads 1 --layers 2 --prompt 1024 --new-tokens 16   # the book's run
-    python benchmarks/gqa.py --device cuda --batch 64 --prompt 4096 --layers 8 --dtype float16
+    python -m benchmarks.gqa --threads 1 --layers 2 --prompt 1024 --new-tokens 16   # the book's run
+    python -m benchmarks.gqa --device cuda --batch 64 --prompt 4096 --layers 8 --dtype float16
 
 Every variant has the same width, query heads and layers; only num_kv_heads changes. The weights
 are random: how fast a model decodes and how much cache it holds do not depend on their values.
@@ -19,24 +19,14 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from autograder import ROOT
-from autograder.machine import describe_machine
-from autograder.solutions import load_solution
+from course.machine import describe_machine
+from course.solutions import load_solution
 
 ch5 = load_solution("05_gqa")
 
 
-def _kv_cache_bytes(num_layers: int, num_kv_heads: int, head_dim: int, seq_len: int, batch_size: int = 1,
-                    bytes_per_element: int = 2) -> int:
-    """Bytes of cached keys and values: 2 * layers * kv_heads * head_dim * seq_len * batch * bytes."""
-    return 2 * num_layers * num_kv_heads * head_dim * seq_len * batch_size * bytes_per_element
-
-
-# Chapter 4 owns kv_cache_bytes (the same formula); use its implementation whenever it is present.
-if (ROOT / "solutions" / "04_kv_cache").is_dir():
-    kv_cache_bytes, KV_CACHE_BYTES_SOURCE = load_solution("04_kv_cache").kv_cache_bytes, "chapter 4's kv_cache_bytes"
-else:
-    kv_cache_bytes, KV_CACHE_BYTES_SOURCE = _kv_cache_bytes, "benchmarks/gqa.py (chapter 4 absent)"
+# Chapter 4 owns kv_cache_bytes: 2 * layers * kv_heads * head_dim * seq_len * batch * bytes.
+kv_cache_bytes, KV_CACHE_BYTES_SOURCE = load_solution("04_kv_cache").kv_cache_bytes, "chapter 4's kv_cache_bytes"
 
 
 class GroupedMatmulGQA(ch5.GroupedQueryAttention):

@@ -1,6 +1,6 @@
 """Grade one synthetic class twice, side by side: plain sequential nbgrader, then `python -m autograder grade`.
 
-    python benchmarks/grading.py [--students 16] [--jobs 2] [--assignments 01_similarity 03_multi_head]
+    python -m benchmarks.grading [--students 16] [--jobs 2] [--assignments 01_similarity 03_multi_head]
 
 The class: each student hands in every assignment, half with the reference solution and half with
 the blank exercise notebook. Plain nbgrader runs `nbgrader autograde` and `nbgrader generate_feedback`
@@ -22,36 +22,27 @@ import time
 from pathlib import Path
 from statistics import mean
 
-from autograder import NBGRADER_CONFIG, ROOT
-from autograder.machine import describe_machine
+from autograder import NBGRADER_CONFIG
 from autograder.release import nbgrader_environment
-
-
-def _notebook(assignment: str, folder: str) -> Path:
-    (path,) = sorted((ROOT / folder / assignment).glob("*.ipynb"))
-    return path
+from course import ROOT
+from course.chapters import chapter
+from course.machine import describe_machine
+from course.notebooks import solution_sources, student_notebook
 
 
 def _reference(assignment: str) -> dict:
     """The exercise notebook with the reference solution cells put back."""
-    solutions = {c["metadata"]["nbgrader"]["grade_id"]: c["source"]
-                 for c in json.loads(_notebook(assignment, "solutions").read_text())["cells"]
-                 if c["metadata"].get("nbgrader", {}).get("solution")}
-    notebook = json.loads(_notebook(assignment, "exercises").read_text())
-    for cell in notebook["cells"]:
-        grade_id = cell["metadata"].get("nbgrader", {}).get("grade_id")
-        if grade_id in solutions:
-            cell["source"] = solutions[grade_id]
-    return notebook
+    found = chapter(assignment)
+    return student_notebook(found.exercise, solution_sources(found.solution))
 
 
 def make_class(folder: Path, students: int, assignments: list[str]) -> None:
     """SUBMISSIONS/<student>/<assignment>/<notebook>.ipynb: even students reference, odd students blank."""
     for assignment in assignments:
-        name = _notebook(assignment, "exercises").name
-        answers = {True: json.dumps(_reference(assignment)), False: _notebook(assignment, "exercises").read_text()}
+        exercise = chapter(assignment).exercise
+        answers = {True: json.dumps(_reference(assignment)), False: exercise.read_text()}
         for i in range(students):
-            path = folder / f"student{i:02d}" / assignment / name
+            path = folder / f"student{i:02d}" / assignment / exercise.name
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(answers[i % 2 == 0])
 

@@ -1,6 +1,6 @@
 """What the KV cache buys and what it costs, measured on this machine.
 
-    python benchmarks/kv_cache.py       # prints every figure of book/04_kv_cache.md
+    python -m benchmarks.kv_cache       # prints every figure of book/04_kv_cache.md
 
 It trains chapter 4's TinyDecoder for a few seconds on the opening of *Alice's Adventures in
 Wonderland* (Lewis Carroll, 1865, public domain), checks that cached and uncached greedy decoding
@@ -20,9 +20,9 @@ import torch
 import torch.nn.functional as F
 from torch.utils import benchmark
 
-from autograder.configs import FALCON_7B, LLAMA2_70B, LLAMA3_8B, MISTRAL_7B, ModelConfig
-from autograder.machine import describe_machine
-from autograder.solutions import load_solution
+from course.configs import FALCON_7B, LLAMA2_70B, LLAMA3_8B, MISTRAL_7B, ModelConfig
+from course.machine import describe_machine
+from course.solutions import load_solution
 
 ch4 = load_solution("04_kv_cache")
 

@@ -1,6 +1,6 @@
 """Time every solution notebook top to bottom under a real kernel (the spec's budget: 20 s on 2 cores).
 
-    python benchmarks/notebooks.py
+    python -m benchmarks.notebooks
 """
 
 from __future__ import annotations
@@ -10,15 +10,15 @@ import time
 import nbformat
 from nbclient import NotebookClient
 
-from autograder import ASSIGNMENTS, ROOT
-from autograder.machine import describe_machine
+from course.chapters import chapter, chapters
+from course.machine import describe_machine
 
 BUDGET_SECONDS = 20.0
 
 
 def run_seconds(assignment: str) -> float:
     """Wall time to start a kernel and run the assignment's solution notebook, hidden tests included."""
-    (path,) = (ROOT / "solutions" / assignment).glob("*.ipynb")
+    path = chapter(assignment).solution
     notebook = nbformat.read(path, as_version=4)
     start = time.perf_counter()
     NotebookClient(notebook, timeout=600, kernel_name="python3").execute(cwd=str(path.parent))
@@ -27,11 +27,10 @@ def run_seconds(assignment: str) -> float:
 
 def main() -> None:
     print(describe_machine())
-    for assignment in ASSIGNMENTS:
-        if (ROOT / "solutions" / assignment).is_dir():
-            seconds = run_seconds(assignment)
-            verdict = "ok" if seconds < BUDGET_SECONDS else f"OVER the {BUDGET_SECONDS:.0f} s budget"
-            print(f"{assignment:22s} {seconds:6.1f} s  {verdict}")
+    for found in chapters():
+        seconds = run_seconds(found.slug)
+        verdict = "ok" if seconds < BUDGET_SECONDS else f"OVER the {BUDGET_SECONDS:.0f} s budget"
+        print(f"{found.slug:22s} {seconds:6.1f} s  {verdict}")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Benchmark torch's scaled_dot_product_attention: each backend, dtype, mask and sequence length.
 
-    python benchmarks/sdpa.py --out DIR [--lengths 256 512 1024] [--batch 1] [--heads 8] [--head-dim 64]
+    python -m benchmarks.sdpa --out DIR [--lengths 256 512 1024] [--batch 1] [--heads 8] [--head-dim 64]
                               [--peak-tflops P]
 
 For every device this machine has (the CPU, and the first CUDA GPU if there is one), every dtype
@@ -15,7 +15,7 @@ Writes DIR/sdpa.csv (one row per configuration), DIR/sdpa.json (the machine, the
 device's peak and the same rows) and DIR/sdpa.png (achieved TFLOP/s against length). The peak is
 the throughput of a large matmul measured here, unless --peak-tflops gives a datasheet figure (for
 the GPU, or for the CPU when there is no GPU). The measuring functions are the course's reference
-solutions of chapter 6 (autograder.solutions.load_solution).
+solutions of chapter 8 (course.solutions.load_solution).
 """
 
 from __future__ import annotations
@@ -33,10 +33,10 @@ import torch.utils.benchmark as benchmark
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.profiler import ProfilerActivity, profile
 
-from autograder.machine import describe_machine
-from autograder.solutions import load_solution
+from course.machine import describe_machine
+from course.solutions import load_solution
 
-ch6 = load_solution("06_gpu_sdpa")
+ch8 = load_solution("08_gpu_sdpa")
 
 DTYPES = {"cpu": (torch.float32, torch.bfloat16), "cuda": (torch.float16, torch.bfloat16)}
 BACKENDS = {"cpu": (SDPBackend.MATH, SDPBackend.FLASH_ATTENTION),
@@ -73,7 +73,7 @@ def peak_bytes(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool) 
         F.scaled_dot_product_attention(q, k, v, is_causal=causal)
         torch.cuda.synchronize()
         return torch.cuda.max_memory_allocated() - before
-    with ch6.quiet_stderr(), profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+    with ch8.quiet_stderr(), profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
         F.scaled_dot_product_attention(q, k, v, is_causal=causal)
     log = sorted((e.start_ns(), e.nbytes()) for e in prof.profiler.kineto_results.events() if e.name() == "[memory]")
     held = most = 0
@@ -88,7 +88,7 @@ def matmul_peak_tflops(device: str, dtype: torch.dtype) -> float:
     size = 8192 if device == "cuda" else 2048
     a, b = (torch.randn(size, size, device=device, dtype=dtype) for _ in range(2))
     timer = benchmark.Timer("a @ b", globals={"a": a, "b": b}, num_threads=torch.get_num_threads())
-    return ch6.achieved_tflops(2 * size**3, timer.blocked_autorange(min_run_time=0.5).median)
+    return ch8.achieved_tflops(2 * size**3, timer.blocked_autorange(min_run_time=0.5).median)
 
 
 def measure(device: str, dtype: torch.dtype, backend: SDPBackend, causal: bool, shape: tuple[int, int, int, int],
@@ -101,8 +101,8 @@ def measure(device: str, dtype: torch.dtype, backend: SDPBackend, causal: bool, 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # SDPA warns why a backend refuses; the refusal itself is recorded
         try:
-            kernel = ch6.kernel_name(q, k, v, backend, is_causal=causal)
-            seconds = ch6.time_sdpa(q, k, v, backend, is_causal=causal)
+            kernel = ch8.kernel_name(q, k, v, backend, is_causal=causal)
+            seconds = ch8.time_sdpa(q, k, v, backend, is_causal=causal)
             with sdpa_kernel(backend):
                 memory = peak_bytes(q, k, v, causal)
         except torch.OutOfMemoryError:
@@ -111,7 +111,7 @@ def measure(device: str, dtype: torch.dtype, backend: SDPBackend, causal: bool, 
         except RuntimeError:
             return Row(**common, kernel="", median_s=None, tflops=None, fraction_of_peak=None, peak_bytes=None,
                        note="backend unavailable for these inputs")
-    tflops = ch6.achieved_tflops(ch6.attention_flops(batch, heads, n, n, head_dim, causal=causal), seconds)
+    tflops = ch8.achieved_tflops(ch8.attention_flops(batch, heads, n, n, head_dim, causal=causal), seconds)
     return Row(**common, kernel=kernel, median_s=seconds, tflops=tflops, fraction_of_peak=tflops / peak,
                peak_bytes=memory)
 

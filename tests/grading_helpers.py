@@ -9,30 +9,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from autograder import ROOT
+from course import ROOT
+from course.notebooks import solution_sources, student_notebook  # noqa: F401 - re-exported for the tests
 
 FIXTURE_SOURCE = ROOT / "tests" / "fixtures" / "course" / "source"
 HIDDEN_MARKER = "SECRET-HIDDEN-TEST-MARKER"
-
-
-def notebook_json(path: Path) -> dict:
-    return json.loads(path.read_text())
-
-
-def solution_sources(source_notebook: Path) -> dict[str, str]:
-    """grade_id -> source of each solution cell of an nbgrader source notebook (the reference answers)."""
-    return {c["metadata"]["nbgrader"]["grade_id"]: "".join(c["source"])
-            for c in notebook_json(source_notebook)["cells"] if c["metadata"].get("nbgrader", {}).get("solution")}
-
-
-def student_notebook(released: Path, answers: dict[str, str]) -> dict:
-    """The released notebook with some cells' sources replaced (by grade_id), as a student hands it in."""
-    notebook = notebook_json(released)
-    for cell in notebook["cells"]:
-        grade_id = cell["metadata"].get("nbgrader", {}).get("grade_id")
-        if grade_id in answers:
-            cell["source"] = answers[grade_id]
-    return notebook
 
 
 def write_submission(folder: Path, student: str, assignment: str, notebook: dict | str | bytes,

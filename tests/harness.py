@@ -10,14 +10,12 @@ from __future__ import annotations
 
 import contextlib
 import io
-import json
 import traceback
 import warnings
 from dataclasses import dataclass
-from pathlib import Path
 
-from autograder import ROOT
-
+from course.chapters import chapter
+from course.notebooks import code_cells
 
 
 @dataclass(frozen=True)
@@ -28,19 +26,6 @@ class TestCell:
     points: float
     passed: bool
     message: str
-
-
-def solution_notebook(assignment: str) -> Path:
-    """The single nbgrader source notebook of an assignment."""
-    (path,) = sorted((ROOT / "solutions" / assignment).glob("*.ipynb"))
-    return path
-
-
-def code_cells(path: Path) -> list[tuple[dict, str]]:
-    """(nbgrader metadata, source) of each code cell, in order."""
-    notebook = json.loads(path.read_text())
-    return [(cell.get("metadata", {}).get("nbgrader", {}), "".join(cell["source"]))
-            for cell in notebook["cells"] if cell["cell_type"] == "code"]
 
 
 def _run_cell(source: str, namespace: dict) -> str | None:
@@ -67,7 +52,7 @@ def run_notebook(assignment: str, replacements: dict[str, str] | None = None) ->
     replacements = dict(replacements or {})
     namespace: dict = {"__name__": "__main__"}
     results = []
-    for meta, source in code_cells(solution_notebook(assignment)):
+    for meta, source in code_cells(chapter(assignment).solution):
         grade_id = meta.get("grade_id")
         source = replacements.pop(grade_id, source)
         failure = _run_cell(source, namespace)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from tests import bank
-from autograder import ROOT
-from tests.grading_helpers import solution_sources
-from tests.harness import code_cells, run_notebook, score, solution_notebook
+from course.chapters import chapter
+from course.notebooks import code_cells, solution_sources
+from tests.harness import run_notebook, score
 
 MODULES = bank.modules()
 WRONG = [(m.ASSIGNMENT, a) for m in MODULES for a in m.WRONG]
@@ -40,7 +40,7 @@ def test_right_answer_keeps_full_marks(case: tuple[str, bank.Answer]) -> None:
 
 @pytest.mark.parametrize("module", MODULES, ids=lambda m: m.ASSIGNMENT)
 def test_bank_covers_every_graded_function(module) -> None:
-    solution_cells = [meta["grade_id"] for meta, _ in code_cells(solution_notebook(module.ASSIGNMENT))
+    solution_cells = [meta["grade_id"] for meta, _ in code_cells(chapter(module.ASSIGNMENT).solution)
                       if meta.get("solution")]
     for cell in solution_cells:
         wrong = sum(a.cell == cell for a in module.WRONG)
@@ -58,7 +58,6 @@ def test_reference_solution_passes_every_test_in_process(module) -> None:
 
 @pytest.mark.parametrize("module", MODULES, ids=lambda m: m.ASSIGNMENT)
 def test_blank_student_notebook_scores_zero_on_every_test(module) -> None:
-    exercise = ROOT / "exercises" / module.ASSIGNMENT / solution_notebook(module.ASSIGNMENT).name
-    stubs = solution_sources(exercise)
+    stubs = solution_sources(chapter(module.ASSIGNMENT).exercise)
     passed = [r.grade_id for r in run_notebook(module.ASSIGNMENT, stubs) if r.passed]
     assert not passed, f"these test cells give points to a blank notebook: {passed}"

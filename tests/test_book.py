@@ -3,19 +3,18 @@ graded solution reaches the site."""
 
 from __future__ import annotations
 
-import json
 import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-import yaml
 
-from autograder import ROOT
+from course import ROOT
+from course.chapters import chapters
+from course.notebooks import code_cells
 
-CHAPTERS = [entry["file"] for part in yaml.safe_load((ROOT / "_toc.yml").read_text())["parts"]
-            for entry in part["chapters"]]
+CHAPTERS = [f"book/{found.slug}" for found in chapters()]
 
 
 @pytest.fixture(scope="module")
@@ -32,10 +31,9 @@ def site(tmp_path_factory) -> Path:
 def _solution_lines() -> dict[str, set[str]]:
     """Distinctive lines of every graded solution (long enough not to occur by chance), by assignment."""
     lines: dict[str, set[str]] = {}
-    for notebook in sorted((ROOT / "solutions").glob("*/*.ipynb")):
-        found = lines.setdefault(notebook.parent.name, set())
-        for cell in json.loads(notebook.read_text())["cells"]:
-            source = "".join(cell["source"])
+    for chapter in chapters():
+        found = lines.setdefault(chapter.slug, set())
+        for _, source in code_cells(chapter.solution):
             for block in re.findall(r"### BEGIN SOLUTION\n(.*?)### END SOLUTION", source, re.S):
                 found |= {line.strip() for line in block.splitlines() if len(line.strip()) >= 40}
     return lines
@@ -47,7 +45,7 @@ def _secrets_for(path: Path, lines: dict[str, set[str]]) -> set[str]:
     A later chapter's exercise notebook may hand earlier chapters' answers to the student as given
     code (chapter 5 provides chapter 4's KVCache); no other file may contain any solution.
     """
-    exercise = {nb.name: nb.parent.name for nb in (ROOT / "exercises").glob("*/*.ipynb")}.get(path.name)
+    exercise = {found.exercise.name: found.slug for found in chapters()}.get(path.name)
     return {line for assignment, found in lines.items() if exercise is None or assignment >= exercise
             for line in found}
 

@@ -13,16 +13,13 @@ from pathlib import Path
 import pytest
 
 from tests import bank
-from tests.grading_helpers import ROOT, grade_cli, read_grades, solution_sources, student_notebook, write_submission
-from tests.harness import run_notebook, solution_notebook
+from course.chapters import chapter, slugs
+from course.notebooks import solution_sources, student_notebook
+from tests.grading_helpers import grade_cli, read_grades, write_submission
+from tests.harness import run_notebook
 
-ASSIGNMENTS = sorted(p.name for p in (ROOT / "solutions").iterdir() if p.is_dir() and any(p.glob("*.ipynb")))
+ASSIGNMENTS = list(slugs())
 BANK = {module.ASSIGNMENT: module for module in bank.modules()}
-
-
-def _exercise(assignment: str) -> Path:
-    (path,) = sorted((ROOT / "exercises" / assignment).glob("*.ipynb"))
-    return path
 
 
 def _sampled_wrong_answer(assignment: str) -> bank.Answer:
@@ -36,8 +33,8 @@ def graded(tmp_path_factory):
     root = tmp_path_factory.mktemp("course")
     submissions, out = root / "submissions", root / "out"
     for assignment in ASSIGNMENTS:
-        exercise = _exercise(assignment)
-        reference = solution_sources(solution_notebook(assignment))
+        exercise = chapter(assignment).exercise
+        reference = solution_sources(chapter(assignment).solution)
         write_submission(submissions, "reference", assignment, student_notebook(exercise, reference),
                          exercise.name)
         write_submission(submissions, "blank", assignment, json.loads(exercise.read_text()), exercise.name)

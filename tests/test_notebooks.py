@@ -10,20 +10,17 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from autograder import ASSIGNMENTS, ROOT
-from tests.grading_helpers import solution_sources, student_notebook
-
-PRESENT = [a for a in ASSIGNMENTS if (ROOT / "exercises" / a).is_dir()]
+from course.chapters import chapter, slugs
+from course.notebooks import solution_sources, student_notebook
 
 
 def _completed_exercise(assignment: str) -> nbformat.NotebookNode:
     """The student notebook with each solution cell replaced by the reference solution's cell."""
-    (exercise,) = (ROOT / "exercises" / assignment).glob("*.ipynb")
-    answers = solution_sources(ROOT / "solutions" / assignment / exercise.name)
-    return nbformat.reads(json.dumps(student_notebook(exercise, answers)), as_version=4)
+    found = chapter(assignment)
+    return nbformat.reads(json.dumps(student_notebook(found.exercise, solution_sources(found.solution))), as_version=4)
 
 
-@pytest.mark.parametrize("assignment", PRESENT)
+@pytest.mark.parametrize("assignment", slugs())
 def test_completed_exercise_runs_alone_and_silently(assignment: str, tmp_path: Path) -> None:
     notebook = _completed_exercise(assignment)
     client = NotebookClient(notebook, timeout=120, kernel_name="python3",

@@ -7,10 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from autograder import ASSIGNMENTS, ROOT
 from autograder.release import release
+from course import ROOT
+from course.chapters import chapter, slugs
+from course.notebooks import only_notebook
 
-PRESENT = [a for a in ASSIGNMENTS if (ROOT / "solutions" / a).is_dir()]
+PRESENT = list(slugs())
 
 
 def _cells(path: Path) -> list[dict]:
@@ -18,9 +20,10 @@ def _cells(path: Path) -> list[dict]:
 
 
 def _notebook(folder: Path) -> Path:
-    notebooks = sorted(folder.glob("*.ipynb"))
-    assert len(notebooks) == 1, f"{folder} should hold exactly one notebook, found {notebooks}"
-    return notebooks[0]
+    """The one notebook of a chapter folder; the registry names it."""
+    path = only_notebook(folder)
+    assert path.stem == chapter(folder.name).notebook, f"{path} is not the notebook the registry names"
+    return path
 
 
 @pytest.fixture(scope="module")

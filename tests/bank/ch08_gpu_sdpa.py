@@ -1,8 +1,8 @@
-"""Chapter 6 answers: attention_flops, achieved_tflops, kernel_name, time_sdpa."""
+"""Chapter 8 answers: attention_flops, achieved_tflops, kernel_name, time_sdpa."""
 
 from tests.bank import Answer
 
-ASSIGNMENT = "06_gpu_sdpa"
+ASSIGNMENT = "08_gpu_sdpa"
 
 WRONG = [
     Answer("attention_flops", "a multiply-add counted as one FLOP", """

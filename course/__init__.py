@@ -1,0 +1,10 @@
+"""What the book pages, the benchmarks and the tests share: the chapter registry (`course.chapters`),
+notebook helpers (`course.notebooks`), the reference solutions (`course.solutions`), published
+model configurations (`course.configs`) and the machine description (`course.machine`).
+
+The instructor tool lives apart, in `autograder/`.
+"""
+
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent

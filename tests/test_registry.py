@@ -1,0 +1,73 @@
+"""The chapter registry (course/chapters.yml) is the one list of chapters: every other list agrees
+with it, each chapter's files exist, and `python -m course new` adds a chapter everywhere at once."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from course import ROOT
+from course.chapters import chapters, read_registry
+from course.notebooks import code_cells, only_notebook
+from course.tables import INTRO, README, chapter_rows, intro_row, readme_row, toc_files
+from tests import bank
+
+
+def test_toc_lists_every_chapter_in_order() -> None:
+    assert toc_files() == [f"book/{c.slug}" for c in chapters()], (
+        "_toc.yml and course/chapters.yml disagree: a chapter missing from _toc.yml is silently not built")
+
+
+@pytest.mark.parametrize(("path", "render"), [(README, readme_row), (INTRO, intro_row)], ids=["README", "intro"])
+def test_chapter_tables_agree_with_the_registry(path: Path, render) -> None:
+    assert chapter_rows(path) == [render(c) for c in chapters()], f"the chapter table of {path.name} is out of date"
+
+
+@pytest.mark.parametrize("chapter", chapters(), ids=lambda c: c.slug)
+def test_each_chapter_has_its_files(chapter) -> None:
+    assert chapter.page.read_text().count(f"\n# {chapter.heading}\n") == 1, f"{chapter.page.name}: title is not '# {chapter.heading}'"
+    assert only_notebook(chapter.solution.parent) == chapter.solution
+    assert only_notebook(chapter.exercise.parent) == chapter.exercise
+    solutions = [meta["grade_id"] for meta, _ in code_cells(chapter.solution) if meta.get("solution")]
+    for name in chapter.functions:
+        assert any(name in grade_id or grade_id in name.lower() for grade_id in solutions) or any(
+            f"def {name}(" in source or f"class {name}(" in source for _, source in code_cells(chapter.solution)), (
+            f"{chapter.slug}: the registry names {name}, which no solution cell defines")
+
+
+def test_every_chapter_has_a_bank_and_nothing_else_does() -> None:
+    assert [module.ASSIGNMENT for module in bank.modules()] == [c.slug for c in chapters()]
+
+
+def test_the_registry_rejects_chapters_out_of_order(tmp_path: Path) -> None:
+    registry = tmp_path / "chapters.yml"
+    registry.write_text("- {slug: 02_b, title: B, notebook: b, library: NumPy, functions: [f], learn: x}\n"
+                        "- {slug: 01_a, title: A, notebook: a, library: NumPy, functions: [g], learn: x}\n")
+    with pytest.raises(ValueError, match="unique and in order"):
+        read_registry(registry)
+
+
+def test_new_chapter_is_scaffolded_and_registered_everywhere(tmp_path: Path) -> None:
+    copy = tmp_path / "course"
+    shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns(".venv", ".git", "_build", "*.db", "__pycache__"))
+    command = [sys.executable, "-m", "course", "new", "06_example", "--title", "An example", "--functions", "blend"]
+    done = subprocess.run(command, cwd=copy, capture_output=True, text=True, env={"PYTHONPATH": str(copy), "PATH": ""})
+    assert done.returncode == 0, done.stderr
+    registry = read_registry(copy / "course" / "chapters.yml")
+    assert [c.slug for c in registry] == sorted([c.slug for c in chapters()] + ["06_example"])
+    added = next(c for c in registry if c.slug == "06_example")
+    assert toc_files(copy / "_toc.yml") == [f"book/{c.slug}" for c in registry]
+    assert chapter_rows(copy / "README.md") == [readme_row(c) for c in registry]
+    assert chapter_rows(copy / "book" / "intro.md") == [intro_row(c) for c in registry]
+    notebook = copy / "solutions" / "06_example" / "example.ipynb"
+    cells = {meta["grade_id"]: meta for meta, _ in code_cells(notebook)}
+    assert cells["blend"]["solution"] and cells["test_blend"]["grade"] and cells["test_blend_hidden"]["points"] > 0
+    assert "{exercise} 06_example" in (copy / "book" / "06_example.md").read_text()
+    assert (copy / "tests" / "bank" / "ch06_example.py").is_file()
+    assert added.title == "An example" and added.functions == ("blend",)
+    again = subprocess.run(command, cwd=copy, capture_output=True, text=True, env={"PYTHONPATH": str(copy), "PATH": ""})
+    assert again.returncode != 0 and "already exists" in again.stderr
