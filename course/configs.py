@@ -17,11 +17,18 @@ class ModelConfig:
     head_dim: int
     num_params: float  # total parameters, as published
     source: str
+    # Sliding-window attention: each position sees only the last `sliding_window` positions, so a
+    # sequence's KV cache never holds more than that many (a rolling buffer). None: the whole context.
+    sliding_window: int | None = None
 
     @property
     def weight_bytes_fp16(self) -> int:
         """Bytes of the weights stored in fp16/bf16 (2 bytes per parameter)."""
         return int(self.num_params * 2)
+
+    def cached_positions(self, seq_len: int) -> int:
+        """Positions one sequence of seq_len tokens keeps in its KV cache: all of them, or the window."""
+        return seq_len if self.sliding_window is None else min(seq_len, self.sliding_window)
 
 
 GPT3_175B = ModelConfig(
@@ -36,9 +43,14 @@ LLAMA2_70B = ModelConfig(
 LLAMA3_8B = ModelConfig(
     "Llama 3 8B", num_layers=32, d_model=4096, num_heads=32, num_kv_heads=8, head_dim=128, num_params=8.03e9,
     source="Meta 2024, The Llama 3 Herd of Models, Table 3; config.json of meta-llama/Meta-Llama-3-8B")
+# Mistral 7B v0.1, the model of the paper, attends over a 4096-token sliding window, so its cache stops
+# growing at 4096 positions per sequence. v0.2 and later dropped the window (config.json
+# "sliding_window": null, 32k context): same shapes, but a cache that grows with the whole context.
 MISTRAL_7B = ModelConfig(
-    "Mistral 7B", num_layers=32, d_model=4096, num_heads=32, num_kv_heads=8, head_dim=128, num_params=7.24e9,
-    source="Jiang et al. 2023, Mistral 7B, Table 1")
+    "Mistral 7B v0.1", num_layers=32, d_model=4096, num_heads=32, num_kv_heads=8, head_dim=128, num_params=7.24e9,
+    sliding_window=4096,
+    source="Jiang et al. 2023, Mistral 7B, Table 1 (window_size 4096); config.json of mistralai/Mistral-7B-v0.1 "
+           "(sliding_window: 4096)")
 FALCON_7B = ModelConfig(
     "Falcon 7B", num_layers=32, d_model=4544, num_heads=71, num_kv_heads=1, head_dim=64, num_params=7.22e9,
     source="config.json of tiiuae/falcon-7b (multi_query: true); Almazrouei et al. 2023, The Falcon Series")

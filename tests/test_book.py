@@ -1,5 +1,7 @@
-"""The book builds with warnings as errors, every chapter has its figures and exercise link, and no
-graded solution reaches the site."""
+"""The book builds with warnings as errors, every chapter has its figures and exercise link, no
+graded solution reaches the site, and every chapter page follows the page rules a reader relies on:
+objectives first, a worked example before any reference code, a summary and a pointer onwards at the
+end, figures with alt text and captions, and launch links that open."""
 
 from __future__ import annotations
 
@@ -74,3 +76,67 @@ def test_no_graded_solution_reaches_the_site(site: Path) -> None:
             assert "BEGIN SOLUTION" not in text and "BEGIN HIDDEN TESTS" not in text, f"{path} holds nbgrader source"
             leaked = [line for line in _secrets_for(path, lines) if line in text]
             assert not leaked, f"{path.relative_to(site)} contains solution code: {leaked[:3]}"
+
+
+def _headings(source: str) -> list[tuple[int, str]]:
+    """(line number, text) of every level-2 heading of a MyST page, outside code cells."""
+    found, fence = [], None
+    for number, line in enumerate(source.splitlines()):
+        marker = re.match(r"^(`{3,}|~{3,})", line)
+        if marker and (fence is None or marker.group(1) == fence):
+            fence = None if fence else marker.group(1)
+        elif fence is None and line.startswith("## "):
+            found.append((number, line[3:].strip()))
+    return found
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_each_chapter_opens_with_objectives_and_closes_with_a_summary(chapter: str) -> None:
+    source = (ROOT / f"{chapter}.md").read_text()
+    lines = source.splitlines()
+    headings = _headings(source)
+    titles = [title for _, title in headings]
+    assert titles and titles[0] == "You will learn", f"{chapter}: the first section must be '## You will learn', not {titles[:1]}"
+    start = headings[0][0] + 1
+    end = headings[1][0] if len(headings) > 1 else len(lines)
+    bullets = [line for line in lines[start:end] if re.match(r"^[-*] ", line)]
+    assert 3 <= len(bullets) <= 5, f"{chapter}: 'You will learn' lists {len(bullets)} objectives; want 3 to 5"
+    assert titles[-3:] == ["Summary", "What's next", "Exercise"], \
+        f"{chapter} must end with '## Summary', '## What's next', '## Exercise'; it ends with {titles[-3:]}"
+    summary = lines[headings[-3][0] + 1:headings[-2][0]]
+    assert sum(bool(re.match(r"^[-*] ", line)) for line in summary) >= 3, f"{chapter}: the summary needs bullets"
+    assert "{exercise}" in "\n".join(lines[headings[-1][0]:]), f"{chapter}: the Exercise section has no {{exercise}}"
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_each_chapter_works_an_example_before_calling_the_reference(chapter: str) -> None:
+    source = (ROOT / f"{chapter}.md").read_text()
+    lines = source.splitlines()
+    worked = [number for number, title in _headings(source) if "worked example" in title.lower()]
+    assert worked, f"{chapter} has no section whose heading says 'worked example'"
+    first_call = next((n for n, line in enumerate(lines) if "load_solution(" in line and "import" not in line), len(lines))
+    code_after = "\n".join(lines[worked[0]:first_call])
+    assert worked[0] < first_call, f"{chapter}: the worked example (line {worked[0] + 1}) comes after load_solution( (line {first_call + 1})"
+    assert "```{code-cell}" in code_after and "print(" in code_after, \
+        f"{chapter}: the worked example must compute and print its numbers in a code cell before load_solution("
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_every_figure_has_alt_text_and_a_caption(site: Path, chapter: str) -> None:
+    html = (site / f"{chapter}.html").read_text()
+    images = re.findall(r'<img[^>]+src="[^"]*_images/[^"]+\.png"[^>]*>', html)
+    assert images, f"{chapter} has no build-time figure"
+    for image in images:
+        alt = re.search(r'alt="([^"]*)"', image)
+        assert alt and len(alt.group(1).split()) >= 4, f"{chapter}: a figure lacks alt text: {image[:160]}"
+    figures = re.findall(r"<figure.*?</figure>", html, re.S)
+    in_figures = sum(len(re.findall(r'<img[^>]+_images/[^"]+\.png', figure)) for figure in figures)
+    captioned = [figure for figure in figures if re.search(r"<figcaption>.*?\S.*?</figcaption>", figure, re.S)]
+    assert in_figures == len(images), f"{chapter}: {len(images) - in_figures} figures are not in a <figure>"
+    assert len(captioned) == len(figures), f"{chapter}: {len(figures) - len(captioned)} figures have no caption"
+
+
+def test_no_colab_link_opens_a_markdown_page(site: Path) -> None:
+    for path in site.rglob("*.html"):
+        for url in re.findall(r'href="(https://colab\.research\.google\.com[^"]*)"', path.read_text()):
+            assert url.endswith(".ipynb"), f"{path.relative_to(site)} links Colab to {url}, which Colab cannot open"

@@ -5,7 +5,8 @@
 
 renders a box with a download link to exercises/01_similarity/<notebook>.ipynb (copied into the
 built site) and launch links (Binder, Colab, JupyterHub) built from `repository.url`,
-`repository.branch` and the launch-button settings of _config.yml, so one setting moves them all.
+`repository.branch`, the launch-button settings of _config.yml and `exercise_colab_url` (Colab opens
+the .ipynb notebooks only, so the pages themselves offer no Colab button), so one setting moves them all.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ class ExerciseDirective(SphinxDirective):
         links = {
             "Launch on Binder": f"{launch.get('binderhub_url', 'https://mybinder.org').rstrip('/')}"
                                 f"/v2/gh/{github}/{branch}?labpath={quote(path)}",
-            "Open in Colab": f"{launch.get('colab_url', 'https://colab.research.google.com').rstrip('/')}"
+            "Open in Colab": f"{self.config.exercise_colab_url.rstrip('/')}"
                              f"/github/{github}/blob/{branch}/{path}",
         }
         if launch.get("jupyterhub_url"):
@@ -64,5 +65,6 @@ class ExerciseDirective(SphinxDirective):
 
 
 def setup(app: Sphinx) -> dict:
+    app.add_config_value("exercise_colab_url", "https://colab.research.google.com", "env")
     app.add_directive("exercise", ExerciseDirective)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
