@@ -1,0 +1,154 @@
+"""`python -m autograder grade ... --scheduler tcp://HOST:PORT`: the same grading on Dask distributed workers.
+
+`ClusterPool` has the local pool's interface (``run(jobs, timeout, on_result)`` and ``close()``), so the
+orchestrator (`autograder.grade`) keeps its templates, resume state, progress bar, gradebook, CSV and
+report as they are, and only hands its grading jobs to the cluster instead of local processes:
+
+- connecting fails within ``CONNECT_TIMEOUT`` seconds, with one clear line, when the scheduler cannot
+  be reached, and when no worker joins it within ``WORKER_WAIT`` seconds;
+- every worker's environment (`autograder.cluster_worker.fingerprint`: Python, nbgrader, torch, numpy,
+  distributed and the course version) is compared with the client's before anything runs; a worker
+  that differs stops the run with one line per worker saying how. A worker that joins later and
+  differs refuses its jobs (`EnvironmentMismatch`), and they are reported, never graded there;
+- nothing on the workers' disks is assumed: each job carries its notebooks' bytes, and each
+  assignment's template archive is scattered once and fetched by each worker once;
+- a worker that dies mid-job: the scheduler reruns the job on another worker (up to its
+  ``allowed-failures``); when that runs out the job is reported with the reason, not stored, so that
+  the next run grades it again. ``retries=1`` also reruns a job once after an error of the worker;
+- the client alone writes DIR: the feedback HTML comes back in the result and is written here;
+- Ctrl-C (or SIGTERM) cancels every outstanding future; what finished is already stored.
+"""
+
+from __future__ import annotations
+
+import sys
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+from autograder.cluster_worker import EnvironmentMismatch, differences, fingerprint, grade_remote, pack_template
+
+CONNECT_TIMEOUT = 10
+WORKER_WAIT = 30
+
+
+class ClusterError(RuntimeError):
+    """The cluster cannot be used: unreachable scheduler, no workers, or workers unlike this client."""
+
+
+def connect(address: str, timeout: float = CONNECT_TIMEOUT, worker_wait: float = WORKER_WAIT):
+    """A `distributed.Client` on ``address`` whose workers all match this client's environment."""
+    from distributed import Client
+
+    try:
+        client = Client(address, timeout=timeout, set_as_default=False)
+    except (OSError, ValueError, TypeError) as error:
+        raise ClusterError(f"cannot reach the Dask scheduler at {address} within {timeout:g} s ({error}); "
+                           "is `dask scheduler` running there, and is the address tcp://HOST:PORT?") from None
+    try:
+        client.wait_for_workers(1, timeout=worker_wait)
+        check_workers(client)
+    except TimeoutError:
+        client.close()
+        raise ClusterError(f"the Dask scheduler at {address} has no workers (waited {worker_wait:g} s): start "
+                           "some with `dask worker " + address + "`") from None
+    except BaseException:
+        client.close()
+        raise
+    return client
+
+
+def check_workers(client) -> None:
+    """Raise `ClusterError` naming each worker whose environment differs from this client's (or that cannot
+    import the course's code)."""
+    ours = fingerprint()
+    try:
+        theirs = client.run(fingerprint, on_error="return")
+    except OSError as error:
+        raise ClusterError(f"cannot ask the workers for their environment: {error}") from None
+    problems = []
+    for worker, found in sorted(theirs.items()):
+        if isinstance(found, BaseException):
+            problems.append(f"worker {worker} cannot run the grader ({type(found).__name__}: {found}); start it "
+                            "from the course checkout with PYTHONPATH=<checkout>")
+        elif differences(found, ours):
+            problems.append(f"worker {worker} differs from this client: {differences(found, ours)}")
+    if problems:
+        raise ClusterError("\n".join(problems))
+
+
+class ClusterPool:
+    """Grading jobs of `autograder.grade` run on a Dask cluster; same ``run``/``close`` as the local pool."""
+
+    def __init__(self, address: str, isolate: bool = True, timeout: float = CONNECT_TIMEOUT,
+                 worker_wait: float = WORKER_WAIT):
+        self.client = connect(address, timeout, worker_wait)
+        self.address = address
+        self.isolate = isolate
+
+    def describe(self) -> str:
+        """'on the Dask cluster at ADDRESS: N workers, M threads' (each thread grades one submission at a time)."""
+        workers = self.client.scheduler_info(n_workers=-1)["workers"]
+        threads = sum(w.get("nthreads", 1) for w in workers.values())
+        return f"on the Dask cluster at {self.address}: {len(workers)} workers, {threads} threads"
+
+    def run(self, jobs: list[dict], timeout: float, on_result: Callable[[int, dict], None]) -> None:
+        """Grade every job on the cluster; calls ``on_result(index, result)`` here as each one finishes and
+        writes its feedback to the job's ``feedback`` folder first. Interrupted: cancels what is left."""
+        from distributed import as_completed
+
+        ours = fingerprint()
+        templates: dict[str, object] = {}
+        futures = {}
+        try:
+            for index, job in enumerate(jobs):
+                folder = str(Path(job["gradebook"]).parent)
+                if folder not in templates:
+                    templates[folder] = self.client.scatter(pack_template(Path(folder)), hash=True)
+                remote = {"assignment": job["assignment"], "cell_timeout": job["cell_timeout"],
+                          "preload_torch": job["preload_torch"], "limits": job["limits"], "timeout": timeout,
+                          "isolate": self.isolate, "fingerprint": ours,
+                          "notebooks": {name: Path(path).read_bytes() if path else None
+                                        for name, path in job["notebooks"].items()}}
+                future = self.client.submit(grade_remote, remote, templates[folder], retries=1, pure=False,
+                                            key=f"autograder-{job['assignment']}-{uuid.uuid4().hex}")
+                futures[future] = index
+            for future in as_completed(list(futures), loop=self.client.loop):
+                index = futures.pop(future)
+                on_result(index, _outcome(future, Path(jobs[index]["feedback"])))
+        except BaseException:
+            self.client.cancel(list(futures))
+            raise
+
+    def close(self) -> None:
+        self.client.close()
+
+
+def _outcome(future, feedback: Path) -> dict:
+    """The result of a finished future, its feedback written to ``feedback``; a failure of the cluster is
+    reported with ``transient`` set (not stored: the next run grades it again)."""
+    import shutil
+
+    from distributed import KilledWorker
+
+    try:
+        result = future.result()
+    except KilledWorker:
+        return {"status": "failed", "cells": [], "transient": True,
+                "reason": "the Dask workers grading it died each time it was tried (a worker lost, or a "
+                          "notebook that brings its worker down); a new run tries it again"}
+    except EnvironmentMismatch as error:
+        line = f"a Dask worker that joined during the run differs from this client: {error}"
+        print(f"warning: {line}", file=sys.stderr)
+        return {"status": "failed", "cells": [], "transient": True, "reason": f"not graded there: {line}"}
+    except Exception as error:  # noqa: BLE001 - any failure of the cluster is one job's reason
+        return {"status": "failed", "cells": [], "transient": True,
+                "reason": f"the cluster could not grade it ({type(error).__name__}: {error})"}
+    html = result.pop("feedback", {})
+    result.pop("isolation", None)
+    shutil.rmtree(feedback, ignore_errors=True)
+    if html:
+        feedback.mkdir(parents=True)
+        for name, text in html.items():
+            (feedback / Path(name).name).write_text(text)
+    return result

@@ -1,0 +1,181 @@
+"""The worker side of `--scheduler`: what a Dask worker runs to grade one submission from bytes.
+
+A job arrives with everything it needs (no shared filesystem): the notebook bytes, the limits, the
+client's environment fingerprint and, as a separate Dask argument, the assignment's template archive
+(`pack_template`: the released files and the template gradebook), which Dask moves to each worker
+once per assignment and run. The worker unpacks it once into its own folder, writes the notebooks
+there and grades them exactly as a local run does: a single-slot `autograder.grade.Pool`, so in a
+separate process whose kernel is sandboxed (`autograder.sandbox`), killed with its kernel when it
+overruns. A hostile notebook therefore fails alone and never takes the Dask worker down with it.
+The result (scores, reasons and the feedback HTML) goes back to the client, which alone writes DIR.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import os
+import platform
+import shutil
+import tarfile
+import tempfile
+import threading
+import uuid
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+from course import ROOT
+
+PACKAGES = ("nbgrader", "torch", "numpy", "distributed")
+CODE = ("autograder", "course")
+
+
+class EnvironmentMismatch(RuntimeError):
+    """This worker's environment differs from the client's: grading here could give other grades."""
+
+
+def _package_version(name: str) -> str:
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return "not installed"
+
+
+def _code_hash() -> str:
+    """sha256 of every file of the course's code (``autograder/`` and ``course/``), by relative path."""
+    digest = hashlib.sha256()
+    for package in CODE:
+        folder = ROOT / package
+        for path in sorted(p for p in folder.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
+            digest.update(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:16]
+
+
+_fingerprint: dict[str, str] = {}
+
+
+def fingerprint() -> dict[str, str]:
+    """What must be equal on the client and every worker: Python, nbgrader, torch, numpy, distributed, and
+    the course version (a hash of ``autograder/`` and ``course/``; the template travels with the jobs)."""
+    if not _fingerprint:
+        _fingerprint.update({"python": platform.python_version(), "course": _code_hash(),
+                             **{name: _package_version(name) for name in PACKAGES}})
+    return dict(_fingerprint)
+
+
+def differences(theirs: dict[str, str], ours: dict[str, str]) -> str:
+    """'torch 2.12.0 there, 2.13.0 here; ...' for every entry that differs ('' when none does)."""
+    names = {"course": "course version (autograder/ and course/)"}
+    return "; ".join(f"{names.get(k, k)} {theirs.get(k, 'unknown')} there, {ours.get(k, 'unknown')} here"
+                     for k in sorted(set(theirs) | set(ours)) if theirs.get(k) != ours.get(k))
+
+
+def pack_template(folder: Path) -> bytes:
+    """The template folder (``gradebook.db`` and ``release/``) as a gzipped tar, byte-identical for the same
+    files (fixed times and owners), so that its digest names it on the workers across runs."""
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w", format=tarfile.PAX_FORMAT) as archive:
+        for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+            info = tarfile.TarInfo(str(path.relative_to(folder)))
+            data = path.read_bytes()
+            info.size, info.mode = len(data), 0o644
+            archive.addfile(info, io.BytesIO(data))
+    return gzip.compress(raw.getvalue(), mtime=0)
+
+
+def _local_folder() -> Path:
+    """This Dask worker's own folder (its --local-directory), or a temporary one outside a worker."""
+    try:
+        from distributed import get_worker
+
+        return Path(get_worker().local_directory)
+    except ValueError:
+        return Path(tempfile.gettempdir())
+
+
+_unpack_lock = threading.Lock()
+
+
+def unpack_template(archive: bytes, cache: Path) -> Path:
+    """The template folder for ``archive``, unpacked under ``cache`` once per archive digest."""
+    folder = cache / hashlib.sha256(archive).hexdigest()[:32]
+    with _unpack_lock:
+        if not (folder / "gradebook.db").exists():
+            partial = Path(tempfile.mkdtemp(prefix="partial-", dir=cache))
+            with tarfile.open(fileobj=io.BytesIO(gzip.decompress(archive))) as tar:
+                tar.extractall(partial, filter="data")
+            partial.rename(folder)
+    return folder
+
+
+class _Slot:
+    """One grading process for one Dask worker thread: a single-slot local pool and its folders."""
+
+    def __init__(self, base: Path, memory_bytes: int, isolate: bool):
+        from autograder.grade import Pool, sandbox_uids
+
+        self.base = base
+        scratch = Path(tempfile.mkdtemp(prefix="autograder-cluster-"))
+        os.chmod(scratch, 0o711)
+        self.pool = Pool(1, scratch, base / "logs", memory_bytes)
+        self.pool.uids, can_hide, self.isolation = sandbox_uids(1, isolate)
+        if can_hide:
+            # The kernel sees neither the templates (hidden tests), nor other jobs' notebooks or feedback.
+            self.pool.hidden = [str(base)]
+        self.settings = (memory_bytes, isolate)
+
+    def close(self) -> None:
+        self.pool.close()
+        shutil.rmtree(self.pool.scratch, ignore_errors=True)
+
+
+_slots = threading.local()
+
+
+def _slot(memory_bytes: int, isolate: bool) -> _Slot:
+    slot = getattr(_slots, "slot", None)
+    if slot is None or slot.settings != (memory_bytes, isolate):
+        if slot is not None:
+            slot.close()
+        base = _local_folder() / "autograder"
+        for sub in ("templates", "jobs", "logs"):
+            (base / sub).mkdir(parents=True, exist_ok=True)
+        slot = _slots.slot = _Slot(base, memory_bytes, isolate)
+    return slot
+
+
+def grade_remote(job: dict, template: bytes) -> dict:
+    """Grade one submission from bytes; returns the local result plus ``feedback`` (file name -> HTML).
+
+    ``job``: assignment, notebooks (name -> notebook bytes or None), cell_timeout, preload_torch,
+    limits (memory_bytes, cpu_seconds, file_bytes, processes), timeout (seconds for the whole job),
+    isolate, and fingerprint (the client's). Raises `EnvironmentMismatch` when this worker differs.
+    """
+    problem = differences(fingerprint(), job["fingerprint"])
+    if problem:
+        raise EnvironmentMismatch(f"{problem}")
+    slot = _slot(job["limits"]["memory_bytes"], job["isolate"])
+    folder = unpack_template(template, slot.base / "templates")
+    here = slot.base / "jobs" / uuid.uuid4().hex
+    try:
+        notebooks = {}
+        for name, data in job["notebooks"].items():
+            notebooks[name] = None
+            if data is not None:
+                path = here / "submitted" / f"{name}.ipynb"
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_bytes(data)
+                notebooks[name] = str(path)
+        local = {"assignment": job["assignment"], "notebooks": notebooks,
+                 "released": str(folder / "release" / job["assignment"]), "gradebook": str(folder / "gradebook.db"),
+                 "feedback": str(here / "feedback"), "cell_timeout": job["cell_timeout"],
+                 "preload_torch": job["preload_torch"], "limits": job["limits"]}
+        results: list[dict] = []
+        slot.pool.run([local], job["timeout"], lambda index, result: results.append(result))
+        result = results[0]
+        result["feedback"] = {p.name: p.read_text() for p in sorted((here / "feedback").glob("*.html"))}
+        result["isolation"] = slot.isolation
+        return result
+    finally:
+        shutil.rmtree(here, ignore_errors=True)
