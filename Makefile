@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
 
-.PHONY: book test release benchmarks bench-sdpa clean
+.PHONY: book test release chapter benchmarks bench-sdpa clean
 
 $(INSTALLED): requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -22,6 +22,12 @@ test: $(INSTALLED)
 
 release: $(INSTALLED)
 	$(BIN)/python -m autograder release
+
+# A new chapter, scaffolded and registered (CONTRIBUTING.md):
+#   make chapter NAME=09_name TITLE="The title" [LIBRARY=PyTorch] [FUNCTIONS="f g"] [LEARN="one line"]
+chapter: $(INSTALLED)
+	$(BIN)/python -m course new $(NAME) --title "$(TITLE)" $(if $(LIBRARY),--library $(LIBRARY)) \
+		$(if $(FUNCTIONS),--functions $(FUNCTIONS)) $(if $(LEARN),--learn "$(LEARN)")
 
 # Speed and memory are measured here, not in tests: each script prints its figures.
 BENCH_OUT ?= _build/benchmarks
