@@ -7,27 +7,46 @@ ASSIGNMENT = "08_gpu_sdpa"
 WRONG = [
     Answer("attention_flops", "a multiply-add counted as one FLOP", """
 def attention_flops(batch, num_heads, seq_q, seq_k, head_dim, causal=False):
-    flops = 2 * batch * num_heads * seq_q * seq_k * head_dim
-    return flops // 2 if causal else flops
+    pairs = sum(min(seq_k, max(0, seq_k - seq_q + i + 1)) for i in range(seq_q)) if causal else seq_q * seq_k
+    return 2 * batch * num_heads * pairs * head_dim
 """, message="a multiply-add counted as 1 FLOP"),
     Answer("attention_flops", "ignores the causal mask", """
 def attention_flops(batch, num_heads, seq_q, seq_k, head_dim, causal=False):
     return 4 * batch * num_heads * seq_q * seq_k * head_dim
 """, message="the causal mask ignored"),
-    Answer("attention_flops", "halves with / 2 and returns a float", """
+    Answer("attention_flops", "half for any shape (the old convention)", """
 def attention_flops(batch, num_heads, seq_q, seq_k, head_dim, causal=False):
     flops = 4 * batch * num_heads * seq_q * seq_k * head_dim
-    return flops / 2 if causal else flops
-""", message="not / 2"),
+    return flops // 2 if causal else flops
+""", message="half for any shape"),
+    Answer("attention_flops", "upper-left alignment, PyTorch's is_causal: query i sees keys j <= i", """
+def attention_flops(batch, num_heads, seq_q, seq_k, head_dim, causal=False):
+    pairs = sum(min(i + 1, seq_k) for i in range(seq_q)) if causal else seq_q * seq_k
+    return 4 * batch * num_heads * pairs * head_dim
+""", message="upper-left alignment"),
+    Answer("attention_flops", "the square formula n_q (n_q + 1) / 2 for every shape", """
+def attention_flops(batch, num_heads, seq_q, seq_k, head_dim, causal=False):
+    pairs = seq_q * (seq_q + 1) // 2 if causal else seq_q * seq_k
+    return 4 * batch * num_heads * pairs * head_dim
+""", message="upper-left alignment"),
+    Answer("attention_flops", "leaves out the diagonal", """
+def attention_flops(batch, num_heads, seq_q, seq_k, head_dim, causal=False):
+    pairs = sum(max(0, seq_k - seq_q + i) for i in range(seq_q)) if causal else seq_q * seq_k
+    return 4 * batch * num_heads * pairs * head_dim
+""", message="diagonal left out"),
     Answer("attention_flops", "squares the query length", """
 def attention_flops(batch, num_heads, seq_q, seq_k, head_dim, causal=False):
-    flops = 4 * batch * num_heads * seq_q * seq_q * head_dim
-    return flops // 2 if causal else flops
+    return 4 * batch * num_heads * seq_q * seq_q * head_dim
 """, message="seq_q used twice"),
     Answer("attention_flops", "forgets the batch", """
 def attention_flops(batch, num_heads, seq_q, seq_k, head_dim, causal=False):
-    flops = 4 * num_heads * seq_q * seq_k * head_dim
-    return flops // 2 if causal else flops
+    pairs = sum(min(seq_k, max(0, seq_k - seq_q + i + 1)) for i in range(seq_q)) if causal else seq_q * seq_k
+    return 4 * num_heads * pairs * head_dim
+"""),
+    Answer("attention_flops", "counts the mask right but returns a float", """
+def attention_flops(batch, num_heads, seq_q, seq_k, head_dim, causal=False):
+    pairs = sum(min(seq_k, max(0, seq_k - seq_q + i + 1)) for i in range(seq_q)) if causal else seq_q * seq_k
+    return 4.0 * batch * num_heads * pairs * head_dim
 """),
     Answer("achieved_tflops", "divides by 1e9: GFLOP/s", """
 def achieved_tflops(flops, seconds):
@@ -71,6 +90,14 @@ def kernel_name(q, k, v, backend, is_causal=False):
         F.scaled_dot_product_attention(q, k, v, is_causal=is_causal)
     return names[backend]
 """, message="outside torch.profiler"),
+    Answer("kernel_name", "profiles the call but answers from a table by backend", """
+def kernel_name(q, k, v, backend, is_causal=False):
+    names = {SDPBackend.MATH: "aten::_scaled_dot_product_attention_math",
+             SDPBackend.FLASH_ATTENTION: "aten::_scaled_dot_product_flash_attention_for_cpu"}
+    with quiet_stderr(), sdpa_kernel(backend), profile(activities=[ProfilerActivity.CPU]) as prof:
+        F.scaled_dot_product_attention(q, k, v, is_causal=is_causal)
+    return names[backend]
+""", message="a table from backend to name cannot know"),
     Answer("kernel_name", "drops is_causal", """
 def kernel_name(q, k, v, backend, is_causal=False):
     with quiet_stderr(), sdpa_kernel(backend), profile(activities=[ProfilerActivity.CPU]) as prof:
@@ -130,6 +157,41 @@ def time_sdpa(q, k, v, backend, is_causal=False):
             times.append(time.perf_counter() - start)
     return float(statistics.median(times))
 """, message="never ran SDPA inside torch.utils.benchmark"),
+    Answer("time_sdpa", "returns the mean", """
+def time_sdpa(q, k, v, backend, is_causal=False):
+    timer = benchmark.Timer("F.scaled_dot_product_attention(q, k, v, is_causal=c)",
+                            globals={"F": F, "q": q, "k": k, "v": v, "c": is_causal},
+                            num_threads=torch.get_num_threads())
+    with sdpa_kernel(backend):
+        measurement = timer.blocked_autorange(min_run_time=0.2)
+    return float(measurement.mean)
+""", message="the mean of the runs"),
+    Answer("time_sdpa", "returns the fastest run", """
+def time_sdpa(q, k, v, backend, is_causal=False):
+    timer = benchmark.Timer("F.scaled_dot_product_attention(q, k, v, is_causal=c)",
+                            globals={"F": F, "q": q, "k": k, "v": v, "c": is_causal},
+                            num_threads=torch.get_num_threads())
+    with sdpa_kernel(backend):
+        measurement = timer.blocked_autorange(min_run_time=0.2)
+    return float(min(measurement.times))
+""", message="the fastest run"),
+    Answer("time_sdpa", "returns the first sample", """
+def time_sdpa(q, k, v, backend, is_causal=False):
+    timer = benchmark.Timer("F.scaled_dot_product_attention(q, k, v, is_causal=c)",
+                            globals={"F": F, "q": q, "k": k, "v": v, "c": is_causal},
+                            num_threads=torch.get_num_threads())
+    with sdpa_kernel(backend):
+        measurement = timer.blocked_autorange(min_run_time=0.2)
+    return float(measurement.times[0])
+""", message="the first sample"),
+    Answer("time_sdpa", "one timed run after a warm-up", """
+def time_sdpa(q, k, v, backend, is_causal=False):
+    timer = benchmark.Timer("F.scaled_dot_product_attention(q, k, v, is_causal=c)",
+                            globals={"F": F, "q": q, "k": k, "v": v, "c": is_causal},
+                            num_threads=torch.get_num_threads())
+    with sdpa_kernel(backend):
+        return float(timer.timeit(1).median)
+""", message="one run is a sample"),
     Answer("time_sdpa", "drops is_causal", """
 def time_sdpa(q, k, v, backend, is_causal=False):
     timer = benchmark.Timer("F.scaled_dot_product_attention(q, k, v)", globals={"F": F, "q": q, "k": k, "v": v},
@@ -140,13 +202,21 @@ def time_sdpa(q, k, v, backend, is_causal=False):
 ]
 
 RIGHT = [
-    Answer("attention_flops", "counts multiply-adds, then doubles", """
+    Answer("attention_flops", "builds the lower-right mask with torch and counts its True entries", """
 def attention_flops(batch, num_heads, seq_q, seq_k, head_dim, causal=False):
-    multiply_adds_per_head = seq_q * seq_k * head_dim + seq_q * head_dim * seq_k
-    total = 2 * multiply_adds_per_head * batch * num_heads
+    keep = torch.ones(seq_q, seq_k, dtype=torch.bool)
     if causal:
-        total //= 2
-    return int(total)
+        keep = keep.tril(diagonal=seq_k - seq_q)
+    return int(keep.sum()) * 2 * (2 * head_dim) * batch * num_heads
+"""),
+    Answer("attention_flops", "a loop over the queries, multiply-adds doubled", """
+def attention_flops(batch, num_heads, seq_q, seq_k, head_dim, causal=False):
+    multiply_adds = 0
+    for i in range(seq_q):
+        last_key = seq_k - seq_q + i if causal else seq_k - 1
+        visible = max(0, min(seq_k, last_key + 1))
+        multiply_adds += 2 * visible * head_dim  # QK^T and PV
+    return 2 * multiply_adds * batch * num_heads
 """),
     Answer("achieved_tflops", "scales first with 1e-12", """
 def achieved_tflops(flops, seconds):
