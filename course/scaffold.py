@@ -33,22 +33,43 @@ kernelspec:
 
 # {number}. {title}
 
-**You will learn**
+(One paragraph: what this chapter adds to the previous one, and why it matters.)
 
-- (3 to 5 concrete objectives)
+## You will learn
+
+- (a concrete objective)
+- (a concrete objective)
+- (a concrete objective)
 
 ```{{code-cell}} ipython3
+:tags: [hide-input]
 import numpy as np
 import matplotlib.pyplot as plt
+
+from course.plotting import use_course_style
+
+use_course_style()
 ```
 
-## A worked example
+## A worked example by hand
 
-(A small example computed in code on this page, every intermediate number printed.)
+(A small example computed step by step with plain operations on concrete numbers, every
+intermediate number printed; it comes before any `load_solution(` call.)
+
+```{{code-cell}} ipython3
+x = np.array([1.0, 2.0])
+print("x =", x)
+```
 
 ## Summary
 
+- (what the reader learned)
+- (what the reader learned)
+- (what the reader learned)
+
 ## What's next
+
+(One paragraph leading into the next chapter.)
 
 ## Exercise
 

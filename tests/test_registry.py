@@ -54,20 +54,24 @@ def test_the_registry_rejects_chapters_out_of_order(tmp_path: Path) -> None:
 def test_new_chapter_is_scaffolded_and_registered_everywhere(tmp_path: Path) -> None:
     copy = tmp_path / "course"
     shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns(".venv", ".git", "_build", "*.db", "__pycache__"))
-    command = [sys.executable, "-m", "course", "new", "06_example", "--title", "An example", "--functions", "blend"]
+    slug = f"{max(c.number for c in chapters()) + 1:02d}_example"  # the next free number
+    command = [sys.executable, "-m", "course", "new", slug, "--title", "An example", "--functions", "blend"]
     done = subprocess.run(command, cwd=copy, capture_output=True, text=True, env={"PYTHONPATH": str(copy), "PATH": ""})
     assert done.returncode == 0, done.stderr
     registry = read_registry(copy / "course" / "chapters.yml")
-    assert [c.slug for c in registry] == sorted([c.slug for c in chapters()] + ["06_example"])
-    added = next(c for c in registry if c.slug == "06_example")
+    assert [c.slug for c in registry] == sorted([c.slug for c in chapters()] + [slug])
+    added = next(c for c in registry if c.slug == slug)
     assert toc_files(copy / "_toc.yml") == [f"book/{c.slug}" for c in registry]
     assert chapter_rows(copy / "README.md") == [readme_row(c) for c in registry]
     assert chapter_rows(copy / "book" / "intro.md") == [intro_row(c) for c in registry]
-    notebook = copy / "solutions" / "06_example" / "example.ipynb"
+    notebook = copy / "solutions" / slug / "example.ipynb"
     cells = {meta["grade_id"]: meta for meta, _ in code_cells(notebook)}
     assert cells["blend"]["solution"] and cells["test_blend"]["grade"] and cells["test_blend_hidden"]["points"] > 0
-    assert "{exercise} 06_example" in (copy / "book" / "06_example.md").read_text()
-    assert (copy / "tests" / "bank" / "ch06_example.py").is_file()
+    page = (copy / "book" / f"{slug}.md").read_text()
+    assert f"{{exercise}} {slug}" in page
+    assert all(f"\n## {heading}\n" in page for heading in  # the page rules' sections, in tests/test_book.py
+               ("You will learn", "A worked example by hand", "Summary", "What's next", "Exercise"))
+    assert (copy / "tests" / "bank" / f"ch{slug}.py").is_file()
     assert added.title == "An example" and added.functions == ("blend",)
     again = subprocess.run(command, cwd=copy, capture_output=True, text=True, env={"PYTHONPATH": str(copy), "PATH": ""})
     assert again.returncode != 0 and "already exists" in again.stderr
