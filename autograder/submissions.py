@@ -1,10 +1,11 @@
 """Find the submissions to grade: a folder `SUBMISSIONS/<student_id>/<assignment>/<notebook>.ipynb`,
 a plain zip of that layout, or a zip of submissions downloaded from Canvas.
 
-Canvas names each file `<name>[_late]_<user id>_<submission id>_<original filename>`, where a
-resubmitted file's original name may carry a `-1`, `-2`... suffix; the original filename says which
-notebook (and so which assignment) it is. The student id is Canvas's `<name>`, or `<name>_<user id>`
-when two Canvas users share a name.
+Canvas names each file `<name>[_LATE]_<user id>_<submission id>_<original filename>`, where `<name>`
+is the student's sortable name in lower case with every character but letters, digits and `_` removed
+(so it may hold underscores and non-ASCII letters), and a resubmitted file's original name may carry a
+`-1`, `-2`... suffix; the original filename says which notebook (and so which assignment) it is. The
+student id is Canvas's `<name>`, or `<name>_<user id>` when two Canvas users share a name.
 
 Nothing is extracted with the paths a zip holds: every notebook is copied to
 `<staging>/<student_id>/<assignment>/<filename>` with names checked here.
@@ -18,9 +19,9 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-CANVAS = re.compile(r"^(?P<name>[^_/]+?)(?:_late)?_(?P<user>\d+)_(?P<submission>\d+)_(?P<original>.+)$")
+CANVAS = re.compile(r"^(?P<name>[^/]+?)(?:_(?:LATE|late))?_(?P<user>\d+)_(?P<submission>\d+)_(?P<original>.+)$")
 RESUBMITTED = re.compile(r"^(?P<stem>.+?)(?:-\d+)?$")
-STUDENT_ID = re.compile(r"^[A-Za-z0-9@+][A-Za-z0-9._@+-]*$")
+STUDENT_ID = re.compile(r"(?:[^\W_]|[@+])[\w.@+-]*")  # \w: Unicode letters, digits and _
 MAX_NOTEBOOK_BYTES = 50 * 2**20
 
 
@@ -32,8 +33,8 @@ class Found:
 
 
 def valid_student_id(student_id: str) -> bool:
-    """Letters, digits, '.', '_', '-', '@', '+'; not starting with a dot or a dash."""
-    return bool(STUDENT_ID.match(student_id))
+    """Letters (any script), digits, '.', '_', '-', '@', '+'; not starting with '.', '_' or '-'."""
+    return bool(STUDENT_ID.fullmatch(student_id))  # fullmatch: "$" would accept a trailing newline
 
 
 def from_folder(folder: Path) -> dict[str, Found]:
@@ -103,17 +104,15 @@ def _canvas(archive: zipfile.ZipFile, notebooks: dict[str, str], staging: Path) 
     return found
 
 
-def _folder_zip(archive: zipfile.ZipFile, assignments: set[str], staging: Path) -> dict[str, Found]:
+def _folder_zip(archive: zipfile.ZipFile, staging: Path) -> dict[str, Found]:
     """A zip of SUBMISSIONS/<student_id>/<assignment>/<notebook>.ipynb, perhaps inside one top folder."""
     found: dict[str, Found] = {}
     for member in _members(archive):
-        parts = PurePosixPath(member.filename).parts
-        if len(parts) >= 4 and parts[-2] in assignments and parts[-3] not in assignments:
-            student, assignment, filename = parts[-3], parts[-2], parts[-1]
-        elif len(parts) >= 3:
-            student, assignment, filename = parts[-3], parts[-2], parts[-1]
-        else:
+        # Some Windows tools write '\' between folders; a '..' that this makes a part is no valid id.
+        parts = PurePosixPath(member.filename.replace("\\", "/")).parts
+        if len(parts) < 3:
             continue
+        student, assignment, filename = parts[-3:]
         if not filename.endswith(".ipynb") or not valid_student_id(student) or not valid_student_id(assignment):
             continue
         path = _write(archive, member, staging / student / assignment / filename)
@@ -127,7 +126,7 @@ def from_zip(path: Path, notebooks: dict[str, str], staging: Path) -> dict[str, 
         names = [PurePosixPath(m.filename) for m in _members(archive)]
         if any(len(n.parts) == 1 and CANVAS.match(n.name) for n in names):
             return _canvas(archive, notebooks, staging)
-        return _folder_zip(archive, set(notebooks.values()), staging)
+        return _folder_zip(archive, staging)
 
 
 def find(submissions: Path, notebooks: dict[str, str], staging: Path) -> tuple[dict[str, Found], list[str]]:
