@@ -5,6 +5,8 @@ points outside itself."""
 from __future__ import annotations
 
 import ast
+import contextlib
+import io
 import re
 import subprocess
 from dataclasses import dataclass, field
@@ -16,6 +18,7 @@ from course.chapters import Chapter, chapters
 from course.notebooks import solution_sources
 
 CHAPTERS_DOC = ROOT / "docs" / "chapters.md"
+CLI_DOC = ROOT / "docs" / "instructor-cli.md"
 OUTSIDE = ("shared" + "/", "course-" + "spec.md")  # split so that this file does not match itself
 ROW = re.compile(r"^\|\s*`([^`]+)`\s*\|")
 
@@ -143,3 +146,15 @@ def test_every_graded_function_is_documented_with_its_real_signature(chapter: Ch
             f"but {chapter.solution.relative_to(ROOT)} defines {signature}")
     extra = sorted(set(documented) - set(in_code))
     assert not extra, f"docs/chapters.md, section {chapter.slug}: {extra} are not graded names the solution defines"
+
+
+def test_every_documented_grade_option_exists() -> None:
+    from autograder.__main__ import main
+
+    help_text = io.StringIO()
+    with contextlib.redirect_stdout(help_text), pytest.raises(SystemExit):
+        main(["grade", "--help"])
+    documented = set(re.findall(r"`(--[a-z-]+)", CLI_DOC.read_text()))
+    assert {"--out", "--jobs", "--db", "--scheduler"} <= documented
+    missing = sorted(option for option in documented if option not in help_text.getvalue())
+    assert not missing, f"docs/instructor-cli.md documents options that `python -m autograder grade` lacks: {missing}"
