@@ -111,6 +111,8 @@ def measure(device: str, dtype: torch.dtype, backend: SDPBackend, causal: bool, 
         except RuntimeError:
             return Row(**common, kernel="", median_s=None, tflops=None, fraction_of_peak=None, peak_bytes=None,
                        note="backend unavailable for these inputs")
+    # q and k have the same length, so PyTorch's upper-left is_causal mask keeps the same n(n+1)/2 pairs
+    # as the course's lower-right one, which attention_flops counts.
     tflops = ch8.achieved_tflops(ch8.attention_flops(batch, heads, n, n, head_dim, causal=causal), seconds)
     return Row(**common, kernel=kernel, median_s=seconds, tflops=tflops, fraction_of_peak=tflops / peak,
                peak_bytes=memory)
@@ -120,11 +122,14 @@ def plot_tflops(result: dict, title: str):
     """Achieved TFLOP/s against sequence length, one line per device, dtype and backend (non-causal)."""
     import matplotlib.pyplot as plt
 
+    from course.plotting import use_course_style
+
+    use_course_style()  # each series gets its own colour, line style and marker
     rows = [r for r in result["rows"] if r["median_s"] and not r["causal"]]
     fig, ax = plt.subplots(figsize=(7, 3.8))
     for series in sorted({(r["device"], r["dtype"], r["backend"]) for r in rows}):
         points = sorted((r["seq_len"], r["tflops"]) for r in rows if (r["device"], r["dtype"], r["backend"]) == series)
-        ax.loglog(*zip(*points), "o-", label=" ".join(series))
+        ax.loglog(*zip(*points), label=" ".join(series))
     ax.set(xlabel="sequence length", ylabel="achieved TFLOP/s (non-causal)", title=title)
     ax.legend(fontsize=7)
     fig.text(0.01, 0.01, f"measured by benchmarks/sdpa.py on {result['machine']}", fontsize=6)
