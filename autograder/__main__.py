@@ -19,8 +19,11 @@ def _grade_parser(commands) -> None:
                     "Canvas submissions zip. Re-running grades only what changed.")
     grade.add_argument("submissions", type=Path, help="folder or zip of submissions")
     grade.add_argument("--out", type=Path, required=True, help="folder for grades.csv, feedback/, report.html")
-    grade.add_argument("--jobs", type=int, default=len(os.sched_getaffinity(0)),
-                       help="parallel graders (default: the number of cores)")
+    grade.add_argument("--jobs", type=int, default=None,
+                       help="parallel graders (default: the number of cores; not with --scheduler)")
+    grade.add_argument("--scheduler", default="", metavar="ADDRESS",
+                       help="grade on the Dask cluster of this scheduler (e.g. tcp://10.0.0.5:8786) instead of "
+                            "local processes; its workers set the parallelism")
     grade.add_argument("--db", default="", help="gradebook SQLAlchemy URL (default: sqlite in --out)")
     grade.add_argument("--source", type=Path, default=ROOT / "solutions",
                        help="folder of nbgrader source assignments (default: solutions/)")
@@ -47,10 +50,14 @@ def main(argv: list[str] | None = None) -> int:
 
     if not args.submissions.exists():
         parser.error(f"no such folder or zip: {args.submissions}")
-    return grade(Options(submissions=args.submissions, out=args.out, jobs=max(1, args.jobs), db_url=args.db,
+    if args.scheduler and args.jobs is not None:
+        parser.error("--jobs has no meaning with --scheduler: each thread of each Dask worker grades one "
+                     "submission at a time (start workers with `dask worker --nworkers N --nthreads 1`)")
+    jobs = 1 if args.scheduler else len(os.sched_getaffinity(0)) if args.jobs is None else args.jobs
+    return grade(Options(submissions=args.submissions, out=args.out, jobs=max(1, jobs), db_url=args.db,
                          source=args.source.resolve(), cell_timeout=args.cell_timeout,
                          submission_timeout=args.timeout, memory_bytes=int(args.memory * 2**30),
-                         isolate=not args.no_isolate, progress=not args.quiet))
+                         isolate=not args.no_isolate, progress=not args.quiet, scheduler=args.scheduler))
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ report as they are, and only hands its grading jobs to the cluster instead of lo
 - a worker that dies mid-job: the scheduler reruns the job on another worker (up to its
   ``allowed-failures``); when that runs out the job is reported with the reason, not stored, so that
   the next run grades it again. ``retries=1`` also reruns a job once after an error of the worker;
-- the client alone writes DIR: the feedback HTML comes back in the result and is written here;
+- the client alone writes DIR: the feedback HTML comes back in the result, as from a local worker;
 - Ctrl-C (or SIGTERM) cancels every outstanding future; what finished is already stored.
 """
 
@@ -26,18 +26,22 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
-from autograder.cluster_worker import EnvironmentMismatch, differences, fingerprint, grade_remote, pack_template
+from autograder.cluster_worker import (EnvironmentMismatch, check_worker, differences, fingerprint, grade_remote,
+                                       pack_template)
+from autograder.pool import WorkerStartError
 
 CONNECT_TIMEOUT = 10
 WORKER_WAIT = 30
 
 
-class ClusterError(RuntimeError):
-    """The cluster cannot be used: unreachable scheduler, no workers, or workers unlike this client."""
+class ClusterError(WorkerStartError):
+    """The cluster cannot be used: unreachable scheduler, no workers, or workers unlike this client (or
+    unable to make the sandbox). A `WorkerStartError`: the run stops with this message."""
 
 
-def connect(address: str, timeout: float = CONNECT_TIMEOUT, worker_wait: float = WORKER_WAIT):
-    """A `distributed.Client` on ``address`` whose workers all match this client's environment."""
+def connect(address: str, isolate: bool = True, timeout: float = CONNECT_TIMEOUT, worker_wait: float = WORKER_WAIT):
+    """A `distributed.Client` on ``address`` whose workers all match this client's environment (and, with
+    ``isolate``, can all make the grading sandbox)."""
     from distributed import Client
 
     try:
@@ -47,7 +51,7 @@ def connect(address: str, timeout: float = CONNECT_TIMEOUT, worker_wait: float =
                            "is `dask scheduler` running there, and is the address tcp://HOST:PORT?") from None
     try:
         client.wait_for_workers(1, timeout=worker_wait)
-        check_workers(client)
+        check_workers(client, isolate)
     except TimeoutError:
         client.close()
         raise ClusterError(f"the Dask scheduler at {address} has no workers (waited {worker_wait:g} s): start "
@@ -58,12 +62,12 @@ def connect(address: str, timeout: float = CONNECT_TIMEOUT, worker_wait: float =
     return client
 
 
-def check_workers(client) -> None:
-    """Raise `ClusterError` naming each worker whose environment differs from this client's (or that cannot
-    import the course's code)."""
+def check_workers(client, isolate: bool) -> None:
+    """Raise `ClusterError` naming, one line each, every worker whose environment differs from this
+    client's, that cannot import the course's code, or (with ``isolate``) that cannot make the sandbox."""
     ours = fingerprint()
     try:
-        theirs = client.run(fingerprint, on_error="return")
+        theirs = client.run(check_worker, isolate, on_error="return")
     except OSError as error:
         raise ClusterError(f"cannot ask the workers for their environment: {error}") from None
     problems = []
@@ -71,8 +75,10 @@ def check_workers(client) -> None:
         if isinstance(found, BaseException):
             problems.append(f"worker {worker} cannot run the grader ({type(found).__name__}: {found}); start it "
                             "from the course checkout with PYTHONPATH=<checkout>")
-        elif differences(found, ours):
-            problems.append(f"worker {worker} differs from this client: {differences(found, ours)}")
+        elif differences(found["fingerprint"], ours):
+            problems.append(f"worker {worker} differs from this client: {differences(found['fingerprint'], ours)}")
+        elif found["sandbox"]:
+            problems.append(f"worker {worker}: {found['sandbox']}")
     if problems:
         raise ClusterError("\n".join(problems))
 
@@ -82,9 +88,13 @@ class ClusterPool:
 
     def __init__(self, address: str, isolate: bool = True, timeout: float = CONNECT_TIMEOUT,
                  worker_wait: float = WORKER_WAIT):
-        self.client = connect(address, timeout, worker_wait)
+        self.client = connect(address, isolate, timeout, worker_wait)
         self.address = address
-        self.isolate = isolate
+        self.isolation = ("isolation: every Dask worker made a bubblewrap sandbox before the run; each kernel runs "
+                          "in its own there: no network, no view of the worker's files, other submissions or the "
+                          "templates; resource limits" if isolate else
+                          "warning: --no-isolate: kernels run on the Dask workers as the worker's user without a "
+                          "sandbox, with resource limits only")
 
     def describe(self) -> str:
         """'on the Dask cluster at ADDRESS: N workers, M threads' (each thread grades one submission at a time)."""
@@ -93,8 +103,9 @@ class ClusterPool:
         return f"on the Dask cluster at {self.address}: {len(workers)} workers, {threads} threads"
 
     def run(self, jobs: list[dict], timeout: float, on_result: Callable[[int, dict], None]) -> None:
-        """Grade every job on the cluster; calls ``on_result(index, result)`` here as each one finishes and
-        writes its feedback to the job's ``feedback`` folder first. Interrupted: cancels what is left."""
+        """Grade every job (`autograder.grade`'s: notebooks by path, the template folder, limits) on the
+        cluster; calls ``on_result(index, result)`` here as each one finishes, its feedback pages in the
+        result as a local run returns them. Interrupted (Ctrl-C, SIGTERM): cancels what is left."""
         from distributed import as_completed
 
         ours = fingerprint()
@@ -102,12 +113,12 @@ class ClusterPool:
         futures = {}
         try:
             for index, job in enumerate(jobs):
-                folder = str(Path(job["gradebook"]).parent)
+                folder = job["template"]
                 if folder not in templates:
                     templates[folder] = self.client.scatter(pack_template(Path(folder)), hash=True)
                 remote = {"assignment": job["assignment"], "cell_timeout": job["cell_timeout"],
                           "preload_torch": job["preload_torch"], "limits": job["limits"], "timeout": timeout,
-                          "isolate": self.isolate, "fingerprint": ours,
+                          "isolate": job["isolate"], "fingerprint": ours,
                           "notebooks": {name: Path(path).read_bytes() if path else None
                                         for name, path in job["notebooks"].items()}}
                 future = self.client.submit(grade_remote, remote, templates[folder], retries=1, pure=False,
@@ -115,7 +126,7 @@ class ClusterPool:
                 futures[future] = index
             for future in as_completed(list(futures), loop=self.client.loop):
                 index = futures.pop(future)
-                on_result(index, _outcome(future, Path(jobs[index]["feedback"])))
+                on_result(index, _outcome(future))
         except BaseException:
             self.client.cancel(list(futures))
             raise
@@ -124,11 +135,9 @@ class ClusterPool:
         self.client.close()
 
 
-def _outcome(future, feedback: Path) -> dict:
-    """The result of a finished future, its feedback written to ``feedback``; a failure of the cluster is
-    reported with ``transient`` set (not stored: the next run grades it again)."""
-    import shutil
-
+def _outcome(future) -> dict:
+    """The result of a finished future; a failure of the cluster is reported with ``transient`` set (not
+    stored: the next run grades it again)."""
     from distributed import KilledWorker
 
     try:
@@ -144,11 +153,4 @@ def _outcome(future, feedback: Path) -> dict:
     except Exception as error:  # noqa: BLE001 - any failure of the cluster is one job's reason
         return {"status": "failed", "cells": [], "transient": True,
                 "reason": f"the cluster could not grade it ({type(error).__name__}: {error})"}
-    html = result.pop("feedback", {})
-    result.pop("isolation", None)
-    shutil.rmtree(feedback, ignore_errors=True)
-    if html:
-        feedback.mkdir(parents=True)
-        for name, text in html.items():
-            (feedback / Path(name).name).write_text(text)
     return result

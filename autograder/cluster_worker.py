@@ -4,18 +4,18 @@ A job arrives with everything it needs (no shared filesystem): the notebook byte
 client's environment fingerprint and, as a separate Dask argument, the assignment's template archive
 (`pack_template`: the released files and the template gradebook), which Dask moves to each worker
 once per assignment and run. The worker unpacks it once into its own folder, writes the notebooks
-there and grades them exactly as a local run does: a single-slot `autograder.grade.Pool`, so in a
-separate process whose kernel is sandboxed (`autograder.sandbox`), killed with its kernel when it
-overruns. A hostile notebook therefore fails alone and never takes the Dask worker down with it.
+there and grades them exactly as a local run does: a single-slot `autograder.pool.Pool` runs
+`autograder.worker.grade_submission` in a separate process whose kernel is sandboxed
+(`autograder.sandbox`), killed with its kernel when it overruns. A hostile notebook therefore fails alone and never takes the Dask worker down with it.
 The result (scores, reasons and the feedback HTML) goes back to the client, which alone writes DIR.
 """
 
 from __future__ import annotations
 
+import atexit
 import gzip
 import hashlib
 import io
-import os
 import platform
 import shutil
 import tarfile
@@ -109,53 +109,63 @@ def unpack_template(archive: bytes, cache: Path) -> Path:
     return folder
 
 
-class _Slot:
-    """One grading process for one Dask worker thread: a single-slot local pool and its folders."""
+def check_worker(isolate: bool) -> dict:
+    """This worker's `fingerprint`, and why it cannot make the grading sandbox ('' when it can, or when
+    ``isolate`` is off); run on every worker by the client before it sends any job."""
+    problem = ""
+    if isolate:
+        from autograder.sandbox import SandboxUnavailable, check
 
-    def __init__(self, base: Path, memory_bytes: int, isolate: bool):
-        from autograder.grade import Pool, sandbox_uids
+        try:
+            check()
+        except SandboxUnavailable as error:
+            problem = str(error)
+    return {"fingerprint": fingerprint(), "sandbox": problem}
+
+
+class _Slot:
+    """One Dask worker thread's grading process (a single-slot local pool, so the same code as a local run,
+    in a process of its own that a hostile notebook can only take down alone) and its folders."""
+
+    def __init__(self, base: Path, memory_bytes: int):
+        from autograder.pool import Pool
 
         self.base = base
-        scratch = Path(tempfile.mkdtemp(prefix="autograder-cluster-"))
-        os.chmod(scratch, 0o711)
-        self.pool = Pool(1, scratch, base / "logs", memory_bytes)
-        self.pool.uids, can_hide, self.isolation = sandbox_uids(1, isolate)
-        if can_hide:
-            # The kernel sees neither the templates (hidden tests), nor other jobs' notebooks or feedback.
-            self.pool.hidden = [str(base)]
-        self.settings = (memory_bytes, isolate)
-
-    def close(self) -> None:
-        self.pool.close()
-        shutil.rmtree(self.pool.scratch, ignore_errors=True)
+        # The jobs' folders: short paths, as the kernels' sockets live there (an ipc path holds ~100 bytes).
+        self.scratch = Path(tempfile.mkdtemp(prefix="autograder-"))
+        atexit.register(shutil.rmtree, self.scratch, True)
+        self.pool = Pool(1, base / "logs", memory_bytes)
+        self.memory_bytes = memory_bytes
 
 
 _slots = threading.local()
 
 
-def _slot(memory_bytes: int, isolate: bool) -> _Slot:
+def _slot(memory_bytes: int) -> _Slot:
     slot = getattr(_slots, "slot", None)
-    if slot is None or slot.settings != (memory_bytes, isolate):
+    if slot is None or slot.memory_bytes != memory_bytes:
         if slot is not None:
-            slot.close()
+            slot.pool.close()
         base = _local_folder() / "autograder"
         for sub in ("templates", "jobs", "logs"):
             (base / sub).mkdir(parents=True, exist_ok=True)
-        slot = _slots.slot = _Slot(base, memory_bytes, isolate)
+        slot = _slots.slot = _Slot(base, memory_bytes)
     return slot
 
 
 def grade_remote(job: dict, template: bytes) -> dict:
-    """Grade one submission from bytes; returns the local result plus ``feedback`` (file name -> HTML).
+    """Grade one submission from bytes as `autograder.worker.grade_submission` does locally; returns its
+    result, with the feedback pages (file name -> HTML) in ``feedback``.
 
-    ``job``: assignment, notebooks (name -> notebook bytes or None), cell_timeout, preload_torch,
-    limits (memory_bytes, cpu_seconds, file_bytes, processes), timeout (seconds for the whole job),
-    isolate, and fingerprint (the client's). Raises `EnvironmentMismatch` when this worker differs.
+    ``job``: assignment, notebooks (name -> notebook bytes or None), cell_timeout, preload_torch, limits
+    (`autograder.records.Limits` as a dict), isolate, timeout (seconds for the whole job) and fingerprint
+    (the client's). ``template``: `pack_template` of the assignment's template folder. Raises
+    `EnvironmentMismatch` when this worker's environment differs from the client's.
     """
     problem = differences(fingerprint(), job["fingerprint"])
     if problem:
-        raise EnvironmentMismatch(f"{problem}")
-    slot = _slot(job["limits"]["memory_bytes"], job["isolate"])
+        raise EnvironmentMismatch(problem)
+    slot = _slot(job["limits"]["memory_bytes"])
     folder = unpack_template(template, slot.base / "templates")
     here = slot.base / "jobs" / uuid.uuid4().hex
     try:
@@ -163,19 +173,15 @@ def grade_remote(job: dict, template: bytes) -> dict:
         for name, data in job["notebooks"].items():
             notebooks[name] = None
             if data is not None:
-                path = here / "submitted" / f"{name}.ipynb"
+                path = here / f"{name}.ipynb"
                 path.parent.mkdir(parents=True, exist_ok=True)
                 path.write_bytes(data)
                 notebooks[name] = str(path)
-        local = {"assignment": job["assignment"], "notebooks": notebooks,
-                 "released": str(folder / "release" / job["assignment"]), "gradebook": str(folder / "gradebook.db"),
-                 "feedback": str(here / "feedback"), "cell_timeout": job["cell_timeout"],
-                 "preload_torch": job["preload_torch"], "limits": job["limits"]}
+        local = {"assignment": job["assignment"], "notebooks": notebooks, "template": str(folder),
+                 "cell_timeout": job["cell_timeout"], "preload_torch": job["preload_torch"],
+                 "limits": job["limits"], "isolate": job["isolate"], "scratch": str(slot.scratch)}
         results: list[dict] = []
         slot.pool.run([local], job["timeout"], lambda index, result: results.append(result))
-        result = results[0]
-        result["feedback"] = {p.name: p.read_text() for p in sorted((here / "feedback").glob("*.html"))}
-        result["isolation"] = slot.isolation
-        return result
+        return results[0]
     finally:
         shutil.rmtree(here, ignore_errors=True)

@@ -53,11 +53,16 @@ def grade(options: Options) -> int:
     signal.signal(signal.SIGTERM, _terminate)
     scratch = Path(tempfile.mkdtemp(prefix="autograder-"))
     pool = Pool(options.jobs, out / ".logs", options.memory_bytes)
+    cluster = None
     try:
+        if options.scheduler:  # first: an unreachable or unfit cluster stops the run within seconds
+            from autograder.cluster import ClusterPool
+
+            cluster = ClusterPool(options.scheduler, options.isolate)
         with ThreadPoolExecutor(1) as background:
-            isolation_check = background.submit(isolation_line, options.isolate)
+            isolation_check = None if cluster else background.submit(isolation_line, options.isolate)
             templates = prepare_templates(options.source, out / ".cache", pool)
-            isolation = isolation_check.result()
+            isolation = cluster.isolation if cluster else isolation_check.result()
         if not templates:
             print(f"no assignments found in {options.source}", file=sys.stderr)
             return 1
@@ -69,14 +74,9 @@ def grade(options: Options) -> int:
         if not tasks:
             print(f"no submissions found in {options.submissions}", file=sys.stderr)
             return 1
-        print(f"grading {len(tasks)} submissions of {len(found)} students with {options.jobs} jobs\n{isolation}",
-              file=sys.stderr)
-        if options.scheduler:
-            from autograder.cluster import ClusterPool
-
-            pool.close()
-            pool = ClusterPool(options.scheduler, options.isolate)
-        return _grade_tasks(options, tasks, templates, pool, scratch)
+        where = cluster.describe() if cluster else f"with {options.jobs} jobs"
+        print(f"grading {len(tasks)} submissions of {len(found)} students {where}\n{isolation}", file=sys.stderr)
+        return _grade_tasks(options, tasks, templates, cluster or pool, scratch)
     except SandboxUnavailable as error:
         print(f"error: {error}\nTo grade without a sandbox anyway (student code then runs as you, with resource "
               "limits only), pass --no-isolate.", file=sys.stderr)
@@ -86,6 +86,8 @@ def grade(options: Options) -> int:
         return 1
     finally:
         pool.close()
+        if cluster:
+            cluster.close()
         shutil.rmtree(scratch, ignore_errors=True)
 
 
