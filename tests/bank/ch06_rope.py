@@ -4,6 +4,251 @@ from tests.bank import Answer
 
 ASSIGNMENT = "06_rope"
 
-WRONG: list[Answer] = []
+_FREQUENCIES = '''
+def rope_frequencies(head_dim, base=10000.0):
+    if head_dim % 2:
+        raise ValueError("head_dim must be even")
+    return (base ** (-torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim)).float()
+'''
 
-RIGHT: list[Answer] = []
+# A correct apply_rope with one marked piece swapped out, so each wrong answer differs from a right one
+# by exactly the mistake it names.
+_ROPE = '''
+def apply_rope(x, positions, base=10000.0):
+    d = x.shape[-1]
+    wide = torch.promote_types(x.dtype, torch.float32)
+    angles = positions.to(wide)[..., None] * rope_frequencies(d, base).to(wide)
+    if angles.dim() == 3:
+        angles = angles[:, None]
+    cos, sin = angles.cos(), angles.sin()
+    x1, x2 = x[..., :d // 2].to(wide), x[..., d // 2:].to(wide)
+    return torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1).to(x.dtype)
+'''
+
+# A correct LlamaAttention, likewise.
+_LLAMA = '''
+class LlamaAttention(nn.Module):
+    def __init__(self, d_model, num_heads, num_kv_heads, rope_base=10000.0):
+        super().__init__()
+        if d_model % num_heads or num_heads % num_kv_heads or (d_model // num_heads) % 2:
+            raise ValueError("heads do not divide evenly, or head_dim is odd")
+        self.num_heads, self.num_kv_heads, self.rope_base = num_heads, num_kv_heads, rope_base
+        self.head_dim = d_model // num_heads
+        self.q_proj = nn.Linear(d_model, d_model, bias=False)
+        self.k_proj = nn.Linear(d_model, num_kv_heads * self.head_dim, bias=False)
+        self.v_proj = nn.Linear(d_model, num_kv_heads * self.head_dim, bias=False)
+        self.o_proj = nn.Linear(d_model, d_model, bias=False)
+
+    def forward(self, x, cache=None):
+        B, T, D = x.shape
+        q = self.q_proj(x).view(B, T, self.num_heads, self.head_dim).transpose(1, 2)
+        k = self.k_proj(x).view(B, T, self.num_kv_heads, self.head_dim).transpose(1, 2)
+        v = self.v_proj(x).view(B, T, self.num_kv_heads, self.head_dim).transpose(1, 2)
+        past = 0 if cache is None else cache.seq_len
+        pos = torch.arange(past, past + T)
+        q, k = apply_rope(q, pos, self.rope_base), apply_rope(k, pos, self.rope_base)
+        if cache is not None:
+            k, v = cache.update(k, v)
+        n_rep = self.num_heads // self.num_kv_heads
+        k, v = k.repeat_interleave(n_rep, dim=1), v.repeat_interleave(n_rep, dim=1)
+        n_k = k.shape[2]
+        mask = torch.ones(T, n_k, dtype=torch.bool).tril(diagonal=n_k - T)
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+        return self.o_proj(out.transpose(1, 2).reshape(B, T, D))
+'''
+
+
+def _swap(source: str, old: str, new: str) -> str:
+    """source with one piece of code replaced."""
+    assert old in source, old
+    return source.replace(old, new)
+
+
+WRONG = [
+    Answer("rope_frequencies", "frequencies without the factor 2 (base ** (-i / head_dim))",
+           _swap(_FREQUENCIES, "torch.arange(0, head_dim, 2, dtype=torch.float64)",
+                 "torch.arange(head_dim // 2, dtype=torch.float64)"), message="without the factor 2"),
+    Answer("rope_frequencies", "a positive exponent", _swap(_FREQUENCIES, "(-torch.arange", "(torch.arange"),
+           message="positive exponent"),
+    Answer("rope_frequencies", "pairs counted from 1", _swap(_FREQUENCIES, "torch.arange(0, head_dim, 2,", "torch.arange(2, head_dim + 2, 2,"),
+           message="counted from 1"),
+    Answer("rope_frequencies", "one frequency per dimension instead of one per pair",
+           _swap(_FREQUENCIES, "torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim",
+                 "torch.arange(head_dim, dtype=torch.float64) / head_dim"), message="shape"),
+    Answer("rope_frequencies", "returns float64", _swap(_FREQUENCIES, ").float()", ")"), message="float32"),
+    Answer("rope_frequencies", "no ValueError for an odd head_dim",
+           _swap(_FREQUENCIES, '    if head_dim % 2:\n        raise ValueError("head_dim must be even")\n', ""),
+           message="ValueError"),
+    Answer("apply_rope", "interleaved pairs (2i, 2i + 1) instead of half-split", _swap(
+        _ROPE, """    x1, x2 = x[..., :d // 2].to(wide), x[..., d // 2:].to(wide)
+    return torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1).to(x.dtype)""",
+        """    x1, x2 = x[..., 0::2].to(wide), x[..., 1::2].to(wide)
+    return torch.stack([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1).flatten(-2).to(x.dtype)"""),
+        message="interleaved"),
+    Answer("apply_rope", "the rotation's sign flipped", _swap(
+        _ROPE, "[x1 * cos - x2 * sin, x1 * sin + x2 * cos]", "[x1 * cos + x2 * sin, x2 * cos - x1 * sin]"),
+        message="sign flipped"),
+    Answer("apply_rope", "frequencies without the factor 2, computed inline", _swap(
+        _ROPE, "rope_frequencies(d, base).to(wide)", "base ** (-torch.arange(d // 2, dtype=wide) / d)"),
+        message="without the factor 2"),
+    Answer("apply_rope", "positions (B, T): every batch row rotated with the positions of row 0", _swap(
+        _ROPE, "positions.to(wide)[..., None]", "positions.reshape(-1, positions.shape[-1])[0].to(wide)[..., None]"),
+        message="row 0"),
+    Answer("apply_rope", "angles computed in x's dtype (bfloat16 at large positions)", _swap(
+        _ROPE, "wide = torch.promote_types(x.dtype, torch.float32)", "wide = x.dtype"), message="float32"),
+    Answer("apply_rope", "rotates x in place and returns it", """
+def apply_rope(x, positions, base=10000.0):
+    d = x.shape[-1]
+    angles = positions.double()[..., None] * rope_frequencies(d, base).double()
+    if angles.dim() == 3:
+        angles = angles[:, None]
+    cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)
+    x1, x2 = x[..., :d // 2].clone(), x[..., d // 2:].clone()
+    x[..., :d // 2] = x1 * cos - x2 * sin
+    x[..., d // 2:] = x1 * sin + x2 * cos
+    return x
+""", message="must not modify"),
+    Answer("LlamaAttention", "positions not offset by the cache (a step's query at 0 instead of cache.seq_len)",
+           _swap(_LLAMA, "past = 0 if cache is None else cache.seq_len", "past = 0"), message="not offset by the cache"),
+    Answer("LlamaAttention", "only the queries rotated", _swap(
+        _LLAMA, "q, k = apply_rope(q, pos, self.rope_base), apply_rope(k, pos, self.rope_base)",
+        "q = apply_rope(q, pos, self.rope_base)")),
+    Answer("LlamaAttention", "values rotated as well", _swap(
+        _LLAMA, "q, k = apply_rope(q, pos, self.rope_base), apply_rope(k, pos, self.rope_base)",
+        "q, k, v = (apply_rope(t, pos, self.rope_base) for t in (q, k, v))"), message="values rotated"),
+    Answer("LlamaAttention", "KV heads tiled instead of interleaved", _swap(
+        _LLAMA, "k, v = k.repeat_interleave(n_rep, dim=1), v.repeat_interleave(n_rep, dim=1)",
+        "k, v = k.repeat(1, n_rep, 1, 1), v.repeat(1, n_rep, 1, 1)"), message="tiled"),
+    Answer("LlamaAttention", "cached keys rotated a second time", _swap(
+        _LLAMA, "            k, v = cache.update(k, v)\n",
+        "            k, v = cache.update(k, v)\n            k = apply_rope(k, torch.arange(k.shape[2]), self.rope_base)\n"),
+        message="rotated a second time"),
+    Answer("LlamaAttention", "keys cached unrotated, the whole cache rotated at every call", _swap(
+        _LLAMA, """        q, k = apply_rope(q, pos, self.rope_base), apply_rope(k, pos, self.rope_base)
+        if cache is not None:
+            k, v = cache.update(k, v)""", """        q = apply_rope(q, pos, self.rope_base)
+        if cache is not None:
+            k, v = cache.update(k, v)
+        k = apply_rope(k, torch.arange(k.shape[2]), self.rope_base)"""), message="stored before they were rotated"),
+    Answer("LlamaAttention", "is_causal=True: the mask is aligned to the upper left once the cache is in use", _swap(
+        _LLAMA, "F.scaled_dot_product_attention(q, k, v, attn_mask=mask)",
+        "F.scaled_dot_product_attention(q, k, v, is_causal=True)"), message="upper left"),
+    Answer("LlamaAttention", "no ValueError for an odd head_dim", _swap(
+        _LLAMA, "if d_model % num_heads or num_heads % num_kv_heads or (d_model // num_heads) % 2:",
+        "if d_model % num_heads or num_heads % num_kv_heads:"), message="ValueError"),
+    Answer("LlamaAttention", "no ValueError for indivisible heads", _swap(
+        _LLAMA, "if d_model % num_heads or num_heads % num_kv_heads or (d_model // num_heads) % 2:",
+        "if d_model % num_heads or (d_model // num_heads) % 2:"), message="ValueError"),
+    Answer("LlamaAttention", "chapter 5's names (out_proj instead of o_proj): Hugging Face's state_dict does not load",
+           _LLAMA.replace("o_proj", "out_proj"), message="o_proj"),
+]
+
+RIGHT = [
+    Answer("rope_frequencies", "Hugging Face's way: 1 / base ** (arange(0, d, 2) / d) in float32", """
+def rope_frequencies(head_dim, base=10000.0):
+    if head_dim % 2 != 0:
+        raise ValueError(f"RoPE needs an even head_dim, got {head_dim}")
+    return 1.0 / (base ** (torch.arange(0, head_dim, 2, dtype=torch.float) / head_dim))
+"""),
+    Answer("rope_frequencies", "a list comprehension with math", """
+import math
+
+
+def rope_frequencies(head_dim, base=10000.0):
+    if head_dim % 2 == 1:
+        raise ValueError("odd head_dim")
+    return torch.tensor([math.exp(-2 * i / head_dim * math.log(base)) for i in range(head_dim // 2)],
+                        dtype=torch.float32)
+"""),
+    Answer("apply_rope", "complex numbers: x1 + i x2 times e^(i angle)", """
+def apply_rope(x, positions, base=10000.0):
+    half = x.shape[-1] // 2
+    wide = torch.float64 if x.dtype == torch.float64 else torch.float32
+    angles = positions.to(wide).unsqueeze(-1) * rope_frequencies(x.shape[-1], base).to(wide)
+    if positions.dim() == 2:
+        angles = angles.unsqueeze(1)
+    z = torch.complex(x[..., :half].to(wide), x[..., half:].to(wide))
+    z = z * torch.polar(torch.ones_like(angles), angles)
+    return torch.cat([z.real, z.imag], dim=-1).to(x.dtype)
+"""),
+    Answer("apply_rope", "cos/sin tables indexed by position and rotate_half (Hugging Face style)", """
+def apply_rope(x, positions, base=10000.0):
+    d = x.shape[-1]
+    table = torch.outer(torch.arange(int(positions.max()) + 1, dtype=torch.float32), rope_frequencies(d, base))
+    table = torch.cat([table, table], dim=-1)
+    cos, sin = table.cos()[positions.long()], table.sin()[positions.long()]
+    if positions.dim() == 2:
+        cos, sin = cos[:, None], sin[:, None]
+    rotated_half = torch.cat([-x[..., d // 2:], x[..., :d // 2]], dim=-1)
+    return x * cos.to(x.dtype) + rotated_half * sin.to(x.dtype)
+"""),
+    Answer("LlamaAttention", "SDPA with enable_gqa, an explicit softmax-free mask offset, positions from a shifted arange", """
+class LlamaAttention(nn.Module):
+    def __init__(self, d_model, num_heads, num_kv_heads, rope_base=10000.0):
+        super().__init__()
+        if d_model % num_heads != 0:
+            raise ValueError("d_model must be a multiple of num_heads")
+        if num_heads % num_kv_heads != 0:
+            raise ValueError("num_heads must be a multiple of num_kv_heads")
+        self.num_heads = num_heads
+        self.num_kv_heads = num_kv_heads
+        self.head_dim = d_model // num_heads
+        if self.head_dim % 2 != 0:
+            raise ValueError("RoPE needs an even head_dim")
+        self.rope_base = rope_base
+        self.q_proj = nn.Linear(d_model, num_heads * self.head_dim, bias=False)
+        self.k_proj = nn.Linear(d_model, num_kv_heads * self.head_dim, bias=False)
+        self.v_proj = nn.Linear(d_model, num_kv_heads * self.head_dim, bias=False)
+        self.o_proj = nn.Linear(num_heads * self.head_dim, d_model, bias=False)
+
+    def _heads(self, t, n):
+        return t.unflatten(-1, (n, self.head_dim)).permute(0, 2, 1, 3)
+
+    def forward(self, x, cache=None):
+        offset = cache.seq_len if cache is not None else 0
+        positions = torch.arange(x.shape[1]) + offset
+        q = apply_rope(self._heads(self.q_proj(x), self.num_heads), positions, self.rope_base)
+        k = apply_rope(self._heads(self.k_proj(x), self.num_kv_heads), positions, self.rope_base)
+        v = self._heads(self.v_proj(x), self.num_kv_heads)
+        if cache is not None:
+            k, v = cache.update(k, v)
+        key_positions = torch.arange(k.shape[2])
+        allowed = key_positions[None, :] <= positions[:, None]
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed, enable_gqa=True)
+        return self.o_proj(out.permute(0, 2, 1, 3).flatten(2))
+"""),
+    Answer("LlamaAttention", "attention written out with einsum and a softmax, KV heads picked by index", """
+import math
+
+
+class LlamaAttention(nn.Module):
+    def __init__(self, d_model, num_heads, num_kv_heads, rope_base=10000.0):
+        super().__init__()
+        head_dim, rest = divmod(d_model, num_heads)
+        if rest or num_heads % num_kv_heads or head_dim % 2:
+            raise ValueError(f"cannot build {num_heads} heads of even width over {num_kv_heads} KV heads from {d_model}")
+        self.num_heads, self.num_kv_heads, self.head_dim, self.rope_base = num_heads, num_kv_heads, head_dim, rope_base
+        self.q_proj = nn.Linear(d_model, d_model, bias=False)
+        self.k_proj = nn.Linear(d_model, num_kv_heads * head_dim, bias=False)
+        self.v_proj = nn.Linear(d_model, num_kv_heads * head_dim, bias=False)
+        self.o_proj = nn.Linear(d_model, d_model, bias=False)
+
+    def forward(self, x, cache=None):
+        B, T, _ = x.shape
+        split = lambda t, n: t.reshape(B, T, n, self.head_dim).transpose(1, 2)
+        start = cache.seq_len if cache else 0
+        pos = torch.arange(start, start + T).expand(B, T)
+        q = apply_rope(split(self.q_proj(x), self.num_heads), pos, self.rope_base)
+        k = apply_rope(split(self.k_proj(x), self.num_kv_heads), pos, self.rope_base)
+        v = split(self.v_proj(x), self.num_kv_heads)
+        if cache:
+            k, v = cache.update(k, v)
+        group = torch.arange(self.num_heads) // (self.num_heads // self.num_kv_heads)
+        scores = torch.einsum("bhqd,bhkd->bhqk", q, k[:, group]) / math.sqrt(self.head_dim)
+        n_k = k.shape[2]
+        future = torch.arange(n_k)[None, :] > torch.arange(n_k - T, n_k)[:, None]
+        weights = scores.masked_fill(future, float("-inf")).softmax(dim=-1)
+        out = torch.einsum("bhqk,bhkd->bhqd", weights, v[:, group])
+        return self.o_proj(out.transpose(1, 2).reshape(B, T, -1))
+"""),
+]
