@@ -40,8 +40,8 @@ def _kill_group(pid: int) -> None:
 class Worker:
     """One job slot: a persistent `autograder.worker` process, replaced when it dies or overruns."""
 
-    def __init__(self, slot: int, env: dict[str, str], log: Path):
-        self.slot, self.env, self.log = slot, env, log
+    def __init__(self, slot: int, env: dict[str, str], log: Path, python: str = sys.executable):
+        self.slot, self.env, self.log, self.python = slot, env, log, python
         self.process: subprocess.Popen | None = None
 
     def start(self) -> None:
@@ -50,17 +50,16 @@ class Worker:
             return
         with open(self.log, "ab") as log:
             try:
-                self.process = subprocess.Popen([sys.executable, "-m", "autograder.worker"], stdin=subprocess.PIPE,
+                self.process = subprocess.Popen([self.python, "-m", "autograder.worker"], stdin=subprocess.PIPE,
                                                 stdout=subprocess.PIPE, stderr=log, env=self.env, cwd=ROOT,
                                                 start_new_session=True)
             except OSError as error:
-                raise WorkerStartError(f"could not start a grading worker ({sys.executable} -m autograder.worker): "
+                raise WorkerStartError(f"could not start a grading worker ({self.python} -m autograder.worker): "
                                        f"{error}") from error
         line = self._read_line(time.monotonic() + START_TIMEOUT)
-        if line is None or "ready" not in json.loads(line or b"{}"):
-            running = self.process.poll() is None
+        if not line or "ready" not in json.loads(line):
             self.stop()
-            cause = (f"it did not get ready within {START_TIMEOUT} s" if running
+            cause = (f"it did not get ready within {START_TIMEOUT} s" if line is None
                      else f"it exited at start; the end of its log ({self.log}):\n{self._log_tail()}")
             raise WorkerStartError(f"a grading worker could not start: {cause}")
 
@@ -78,16 +77,16 @@ class Worker:
             self.process.stdin.flush()
             line = self._read_line(time.monotonic() + timeout)
         except OSError:
-            line = None
-        if line is not None:
+            line = b""
+        if line:
             return json.loads(line)
-        timed_out = self.process.poll() is None
         self.stop()
-        reason = (f"grading took longer than {timeout:.0f} s and was stopped" if timed_out
+        reason = (f"grading took longer than {timeout:.0f} s and was stopped" if line is None
                   else "the grading process was killed (by the notebook?) while grading it")
         return {"status": "failed", "reason": reason, "cells": []}
 
     def _read_line(self, deadline: float) -> bytes | None:
+        """The worker's next line; b"" when it closed its output (it died), None when ``deadline`` passed."""
         buffer = b""
         fd = self.process.stdout.fileno()
         while not buffer.endswith(b"\n"):
@@ -96,7 +95,7 @@ class Worker:
                 return None
             chunk = os.read(fd, 1 << 16)
             if not chunk:
-                return None
+                return b""
             buffer += chunk
         return buffer
 
@@ -110,13 +109,13 @@ class Worker:
 class Pool:
     """Up to ``jobs`` workers, started when there is work; `run` hands out jobs and reports each result."""
 
-    def __init__(self, jobs: int, logs: Path, memory_bytes: int = 3 * 2**30):
+    def __init__(self, jobs: int, logs: Path, memory_bytes: int = 3 * 2**30, python: str = sys.executable):
         env = nbgrader_environment()
         env["AUTOGRADER_WORKER_MEMORY_BYTES"] = str(memory_bytes + 3 * 2**30)
         if jobs > 1:
             env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
         logs.mkdir(parents=True, exist_ok=True)
-        self.workers = [Worker(i, env, logs / f"worker-{i}.log") for i in range(jobs)]
+        self.workers = [Worker(i, env, logs / f"worker-{i}.log", python) for i in range(jobs)]
         self.closing = threading.Event()
 
     def run(self, jobs: list[dict], timeout: float, on_result: Callable[[int, dict], None]) -> None:

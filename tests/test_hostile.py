@@ -1,4 +1,6 @@
-"""A class of broken and hostile submissions: each costs its author points, never the rest of the class.
+"""A class of broken and hostile submissions, graded by root: each costs its author points, never the rest
+of the class, and none gets out of its sandbox (tests/sandbox_attacks.py; tests/test_sandbox.py runs the
+same attacks as an unprivileged user).
 
 The fixture course (tests/fixtures/course/source) has `toy` (add: 1 + 2 points, mean: 1 + 1) and
 `toy_torch` (scale: 2 points), so that each submission grades in a second or two.
@@ -14,12 +16,23 @@ from pathlib import Path
 
 import pytest
 
-from autograder.sandbox import check_unprivileged
-from tests.grading_helpers import (FIXTURE_SOURCE, HIDDEN_MARKER, grade_cli, read_grades, released_notebooks, solution_sources,
-                                   student_notebook, write_submission)
+from autograder.sandbox import SandboxUnavailable, check
+from tests import sandbox_attacks as attacks
+from tests.grading_helpers import (FIXTURE_SOURCE, HIDDEN_MARKER, grade_cli, read_grades, released_notebooks,
+                                   solution_sources, student_notebook, write_submission)
 
-ISOLATED = os.geteuid() == 0 and not check_unprivileged(65534, hide=False)
-HIDING = ISOLATED and not check_unprivileged(65534, hide=True)
+
+def _sandbox_problem() -> str:
+    try:
+        check()
+    except SandboxUnavailable as error:
+        return str(error)
+    return ""
+
+
+PROBLEM = _sandbox_problem()
+pytestmark = [pytest.mark.skipif(bool(PROBLEM), reason=f"no grading sandbox here: {PROBLEM}"),
+              pytest.mark.skipif(os.geteuid() != 0, reason="the class is graded by root (test_sandbox.py: not root)")]
 REFERENCE = solution_sources(FIXTURE_SOURCE / "toy" / "toy.ipynb")
 ADD = REFERENCE["add"]
 MEAN = REFERENCE["mean"]
@@ -68,7 +81,7 @@ except OSError:
 ''' + ADD
 
 # Deletes every folder above its working directory and every folder the grading command names,
-# then kills every process up to the grading command. Only run when kernels are isolated.
+# then kills every process up to the grading command.
 VANDAL = '''import os, shutil, signal, tempfile
 from pathlib import Path
 
@@ -120,8 +133,11 @@ def _answers(**cells: str) -> dict[str, str]:
     return {**REFERENCE, **cells}
 
 
-def _build_class(folder: Path, released: dict[str, Path]) -> dict[str, tuple]:
-    """Write the class; returns student -> (expected toy score or None for any, graded?, reason text)."""
+def _build_class(folder: Path, released: dict[str, Path], machine: dict) -> dict[str, tuple]:
+    """Write the class; returns student -> (expected toy score or None for any, graded?, reason text).
+
+    ``machine``: the planted secret files, the victim's notebook, the output folder and the listener's port.
+    """
     toy = released["toy"]
 
     def submit(student: str, notebook, filename: str | None = None, assignment: str = "toy") -> None:
@@ -161,12 +177,28 @@ def _build_class(folder: Path, released: dict[str, Path]) -> dict[str, tuple]:
     submit("swallows_errors", student_notebook(toy, _answers(add=SWALLOWS_ERRORS)))
     expected["swallows_errors"] = (0, False, "tampered with grading")
     submit("kills-worker", student_notebook(toy, _answers(add=KILLS_WORKER)))
-    expected["kills-worker"] = (5, True, "") if ISOLATED else (0, False, "grading process was killed")
-    if ISOLATED:
-        submit("vandal", student_notebook(toy, _answers(add=VANDAL)))
-        expected["vandal"] = (5, True, "")
+    expected["kills-worker"] = (5, True, "")
+    submit("vandal", student_notebook(toy, _answers(add=VANDAL)))
+    expected["vandal"] = (5, True, "")
     submit("reads_solutions", student_notebook(toy, _answers(add=READS_SOLUTIONS)))
-    expected["reads_solutions"] = (2, True, "") if HIDING else (5, True, "")
+    expected["reads_solutions"] = (2, True, "")
+    victim = student_notebook(toy, _answers())
+    victim["cells"].append({"cell_type": "markdown", "metadata": {}, "source": machine["victim_secret"]})
+    submit("victim", victim)
+    expected["victim"] = (5, True, "")
+    read = [machine["home_secret"], machine["root_secret"], "/etc/shadow", "/root",
+            str(folder / "victim" / "toy" / "toy.ipynb"), str(folder), str(machine["out"]), str(FIXTURE_SOURCE)]
+    submit("snoop", student_notebook(toy, _answers(add=attacks.attack(attacks.READS.format(paths=read)))))
+    expected["snoop"] = (5, True, "")
+    connect = attacks.CONNECTS.format(host=attacks.host_address(), port=machine["port"])
+    submit("network", student_notebook(toy, _answers(add=attacks.attack(connect))))
+    expected["network"] = (5, True, "")
+    submit("writer", student_notebook(toy, _answers(add=attacks.attack(attacks.WRITES.format(paths=machine["writes"])))))
+    expected["writer"] = (5, True, "")
+    submit("bomb", student_notebook(toy, _answers(add=attacks.attack(attacks.FORKS_AND_KILLS))))
+    expected["bomb"] = (5, True, "")
+    submit("filler", student_notebook(toy, _answers(add=attacks.attack(attacks.FILLS_TMP))))
+    expected["filler"] = (5, True, "")
     submit("corrupt", "{ this is not json")
     expected["corrupt"] = (0, False, "not a readable notebook")
     submit("misnamed", student_notebook(toy, _answers()), filename="toy (1).ipynb")
@@ -192,13 +224,29 @@ def _snapshot(folder: Path) -> dict[str, str]:
 def graded_class(tmp_path_factory):
     root = tmp_path_factory.mktemp("hostile")
     released = released_notebooks(root / "templates")
-    submissions, out = root / "submissions", root / "out"
+    submissions, out, home, private = root / "submissions", root / "out", root / "home", root / "root-only"
     shutil.copytree(root / "templates", out / ".cache")
-    expected = _build_class(submissions, released)
-    before = _snapshot(submissions)
-    done = grade_cli(submissions, "--out", out, "--jobs", "2", "--source", FIXTURE_SOURCE, "--cell-timeout", "3",
-                     "--timeout", "10", "--quiet")
-    return {"done": done, "out": out, "expected": expected, "before": before, "submissions": submissions}
+    machine = {"home_secret": str(home / "secret.txt"), "root_secret": str(private / "secret.txt"),
+               "victim_secret": attacks.secret(), "out": out, "secrets": [attacks.secret(), attacks.secret()]}
+    home.mkdir()
+    Path(machine["home_secret"]).write_text(machine["secrets"][0])
+    private.mkdir(mode=0o700)
+    Path(machine["root_secret"]).write_text(machine["secrets"][1])
+    os.chmod(machine["root_secret"], 0o600)
+    written = f"/tmp/{attacks.secret()}"
+    machine["writes"] = [str(out / "pwned"), str(submissions / "pwned"), str(home / "pwned"), written,
+                         str(FIXTURE_SOURCE / "pwned")]
+    listener = attacks.Listener()
+    machine["port"] = listener.port
+    try:
+        expected = _build_class(submissions, released, machine)
+        before = _snapshot(submissions)
+        done = grade_cli(submissions, "--out", out, "--jobs", "2", "--source", FIXTURE_SOURCE, "--cell-timeout", "3",
+                         "--timeout", "10", "--quiet", env={"HOME": str(home)})
+    finally:
+        listener.close()
+    return {"done": done, "out": out, "expected": expected, "before": before, "submissions": submissions,
+            "machine": machine, "heard": listener.heard, "written": [p for p in machine["writes"] if Path(p).exists()]}
 
 
 def test_the_class_is_graded(graded_class) -> None:
@@ -208,13 +256,11 @@ def test_the_class_is_graded(graded_class) -> None:
 
 @pytest.mark.parametrize("student", ["jean-luc.picard", "blank", "loop", "sleeper", "stubborn", "dies", "hog",
                                      "syntax", "edits.tests", "deletes-tests", "always_equal", "patches_numpy",
-                                     "patches_checks", "swallows_errors", "kills-worker", "vandal", "reads_solutions", "corrupt", "misnamed", "empty.folder", "loud",
-                                     "torch-only"])
+                                     "patches_checks", "swallows_errors", "kills-worker", "vandal", "reads_solutions",
+                                     "corrupt", "misnamed", "empty.folder", "loud", "torch-only", "victim", "snoop",
+                                     "network", "writer", "bomb", "filler"])
 def test_each_outcome(graded_class, student: str) -> None:
-    expected = graded_class["expected"]
-    if student not in expected:
-        pytest.skip("kernels cannot run as a separate unprivileged user here: the vandal would reach other files")
-    score, graded, reason = expected[student]
+    score, graded, reason = graded_class["expected"][student]
     row = read_grades(graded_class["out"])[(student, "toy")]
     assert (float(row["score"]), row["max_score"]) == (score, "5"), row
     if graded is not None:
@@ -262,6 +308,27 @@ def test_report_names_who_was_not_graded(graded_class) -> None:
 
 def test_isolation_is_reported(graded_class) -> None:
     message = graded_class["done"].stderr
-    assert ("own unprivileged uid" in message) == ISOLATED, message
-    assert ("solutions, submissions and output are hidden" in message) == HIDING, message
-    assert ("warning:" in message) != ISOLATED, message
+    assert "each kernel runs in its own bubblewrap sandbox" in message and "warning:" not in message, message
+
+
+def test_nothing_read_gets_out(graded_class) -> None:
+    machine = graded_class["machine"]
+    leaks = attacks.files_containing(graded_class["out"], machine["secrets"])
+    leaks += [f"snoop's feedback: {p}" for p in attacks.files_containing(graded_class["out"] / "feedback" / "snoop",
+                                                                          [machine["victim_secret"]])]
+    assert not leaks
+    assert not any(secret in graded_class["done"].stderr + graded_class["done"].stdout for secret in machine["secrets"])
+    snooped = (graded_class["out"] / "feedback" / "snoop" / "toy" / "toy.html").read_text()
+    assert "FileNotFoundError" in snooped, "the snoop's attempts ran and printed their failures"
+
+
+def test_no_network_and_no_writes_outside(graded_class) -> None:
+    assert graded_class["heard"] == []
+    assert graded_class["written"] == []
+    assert "no connection" in (graded_class["out"] / "feedback" / "network" / "toy" / "toy.html").read_text()
+
+
+def test_fork_bomb_and_full_tmp_are_stopped(graded_class) -> None:
+    feedback = graded_class["out"] / "feedback"
+    assert "fork stopped: BlockingIOError" in (feedback / "bomb" / "toy" / "toy.html").read_text()
+    assert "tmp full after" in (feedback / "filler" / "toy" / "toy.html").read_text()

