@@ -56,3 +56,27 @@ FALCON_7B = ModelConfig(
     source="config.json of tiiuae/falcon-7b (multi_query: true); Almazrouei et al. 2023, The Falcon Series")
 
 PUBLISHED = (LLAMA2_7B, LLAMA2_70B, LLAMA3_8B, MISTRAL_7B, FALCON_7B)
+
+
+@dataclass(frozen=True)
+class MemoryLevel:
+    """One level of a machine's memory hierarchy, as published: its size and its bandwidth."""
+
+    name: str
+    capacity_bytes: float
+    capacity_label: str  # the size exactly as the source writes it (e.g. ">1 TB")
+    bandwidth_bytes_per_s: float
+    source: str
+
+
+_FLASH_ATTENTION_FIGURE_1 = ("Dao et al. 2022, FlashAttention: Fast and Memory-Efficient Exact Attention with "
+                             "IO-Awareness (NeurIPS 2022, arXiv:2205.14135), Figure 1 left: an A100 40 GB")
+A100_MEMORY_HIERARCHY = (
+    MemoryLevel("GPU SRAM (on chip)", 20e6, "20 MB", 19e12, _FLASH_ATTENTION_FIGURE_1),
+    MemoryLevel("GPU HBM", 40e9, "40 GB", 1.5e12, _FLASH_ATTENTION_FIGURE_1),
+    MemoryLevel("CPU DRAM (main memory)", 1e12, ">1 TB", 12.8e9, _FLASH_ATTENTION_FIGURE_1),
+)
+
+LONG_CONTEXT_TOKENS = 131072
+LONG_CONTEXT_SOURCE = ("Meta 2024, The Llama 3 Herd of Models (a context window of up to 128K tokens); "
+                       "config.json of meta-llama/Llama-3.1-8B (max_position_embeddings: 131072)")
