@@ -3,11 +3,12 @@
     python -m benchmarks.grading [--students 16] [--jobs 2] [--assignments 01_similarity 03_multi_head]
 
 The class: each student hands in every assignment, half with the reference solution and half with
-the blank exercise notebook. Plain nbgrader runs `nbgrader autograde` and `nbgrader generate_feedback`
-per assignment on a course folder made for it (its `generate_assignment` is set-up, not timed); the
-autograder runs with its assignment templates already generated (the same set-up), in sandboxed
-kernels, with `--jobs` workers. Both wall times, their ratio (goal on 2 cores: at most 0.6) and where
-the autograder's time went are printed.
+the blank exercise notebook. Both do the same work from a cold start: plain nbgrader runs
+`nbgrader generate_assignment`, `nbgrader autograde` and `nbgrader generate_feedback` per assignment,
+one after another, on a course folder made for it; the autograder runs once on an empty output folder
+(it generates its templates too), every kernel in its own bubblewrap sandbox, with `--jobs` workers.
+Both wall times, their ratio (goal on 2 cores: at most 0.6), how long each submission's sandbox took to
+start and where the autograder's time went are printed.
 """
 
 from __future__ import annotations
@@ -55,13 +56,13 @@ def _nbgrader(course: Path, *args: str) -> None:
 
 
 def plain_nbgrader(submissions: Path, course: Path, assignments: list[str]) -> float:
-    """Seconds for `nbgrader autograde` then `nbgrader generate_feedback`, one assignment after another."""
+    """Seconds for `nbgrader generate_assignment`, `autograde` then `generate_feedback`, one assignment after another."""
     shutil.copytree(ROOT / "solutions", course / "solutions", dirs_exist_ok=True)
     shutil.copytree(submissions, course / "submitted")
+    start = time.perf_counter()
     for assignment in assignments:
         _nbgrader(course, "generate_assignment", assignment, "--force",
                   f"--CourseDirectory.release_directory={course / 'release'}")
-    start = time.perf_counter()
     for assignment in assignments:
         _nbgrader(course, "autograde", assignment, "--force")
         _nbgrader(course, "generate_feedback", assignment, "--force")
@@ -69,12 +70,7 @@ def plain_nbgrader(submissions: Path, course: Path, assignments: list[str]) -> f
 
 
 def autograder(submissions: Path, out: Path, jobs: int) -> float:
-    """Seconds for `python -m autograder grade --jobs N`, its templates generated beforehand."""
-    empty = out.parent / "empty"
-    empty.mkdir()
-    # A run on an empty class generates the templates into out/.cache (set-up, as for plain nbgrader).
-    subprocess.run([sys.executable, "-m", "autograder", "grade", str(empty), "--out", str(out), "--quiet"],
-                   cwd=ROOT, capture_output=True)
+    """Seconds for `python -m autograder grade --jobs N` from a cold start (its templates generated too)."""
     start = time.perf_counter()
     subprocess.run([sys.executable, "-m", "autograder", "grade", str(submissions), "--out", str(out),
                     "--jobs", str(jobs), "--quiet"], cwd=ROOT, check=True, capture_output=True)
@@ -84,7 +80,8 @@ def autograder(submissions: Path, out: Path, jobs: int) -> float:
 def where_time_went(out: Path, assignments: list[str]) -> str:
     """Mean seconds per submission in each phase and assignment, from the autograder's stored results."""
     phases = {
-        "kernel_process_start": "kernel process start (interpreter, sandbox set-up)",
+        "nbgrader_setup": "nbgrader's set-up before the kernel is launched",
+        "sandbox_start": "sandbox start (bwrap, up to the kernel's first line)",
         "kernel_preload": "preload in the kernel (autograder.checks, torch when the notebook uses it)",
         "ipykernel_start": "ipykernel start",
         "run_notebook": "running the notebook (and nbgrader's bookkeeping, kernel shutdown)",
@@ -96,6 +93,20 @@ def where_time_went(out: Path, assignments: list[str]) -> str:
     for key, label in phases.items():
         means = [mean(t[key] for t in timings[a] if t) if any(timings[a]) else float("nan") for a in assignments]
         lines.append("  " + " ".join(f"{m:14.2f} s" for m in means) + f"  {label}")
+    return "\n".join(lines)
+
+
+def sandbox_starts(out: Path, assignments: list[str]) -> str:
+    """Each submission's sandbox start (seconds from launching bwrap to the kernel's first line)."""
+    lines = []
+    for assignment in assignments:
+        starts = {p.parent.name: json.loads(p.read_text())["result"].get("timings", {}).get("sandbox_start")
+                  for p in sorted(out.glob(f".state/*/{assignment}.json"))}
+        values = sorted(v for v in starts.values() if v is not None)
+        lines.append(f"  {assignment}: " + ", ".join(f"{student} {value:.2f}" if value is not None else f"{student} -"
+                                                     for student, value in starts.items()))
+        if values:
+            lines.append(f"    min {values[0]:.2f} s, median {values[len(values) // 2]:.2f} s, max {values[-1]:.2f} s")
     return "\n".join(lines)
 
 
@@ -113,12 +124,14 @@ def main() -> None:
         print(f"class: {args.students} students x {len(args.assignments)} assignments ({', '.join(args.assignments)})"
               f" = {count} submissions, half reference, half blank")
         plain = plain_nbgrader(root / "submissions", root / "course", args.assignments)
-        print(f"plain nbgrader, sequential (autograde + generate_feedback): {plain:7.1f} s "
+        print(f"plain nbgrader, sequential (generate_assignment + autograde + generate_feedback): {plain:7.1f} s "
               f"({plain / count:.2f} s per submission)")
         ours = autograder(root / "submissions", root / "out", args.jobs)
-        print(f"python -m autograder grade --jobs {args.jobs} (sandboxed):       {ours:7.1f} s "
+        print(f"python -m autograder grade --jobs {args.jobs} (sandboxed, from a cold start):          {ours:7.1f} s "
               f"({ours / count:.2f} s per submission)")
         print(f"ratio autograder / plain nbgrader: {ours / plain:.2f} (goal: at most 0.6 with 2 jobs on 2 cores)")
+        print("each submission's sandbox start, seconds (bwrap launched -> the kernel's first line):")
+        print(sandbox_starts(root / "out", args.assignments))
         print("where the autograder's time went, per submission (each worker's own clock):")
         print(where_time_went(root / "out", args.assignments))
 
