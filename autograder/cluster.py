@@ -11,7 +11,8 @@ report as they are, and only hands its grading jobs to the cluster instead of lo
   that differs stops the run with one line per worker saying how. A worker that joins later and
   differs refuses its jobs (`EnvironmentMismatch`), and they are reported, never graded there;
 - nothing on the workers' disks is assumed: each job carries its notebooks' bytes, and each
-  assignment's template archive is scattered once and fetched by each worker once;
+  assignment's template archive is one task's result, which each worker fetches once (a lost copy is
+  made again);
 - a worker that dies mid-job: the scheduler reruns the job on another worker (up to its
   ``allowed-failures``); when that runs out the job is reported with the reason, not stored, so that
   the next run grades it again. ``retries=1`` also reruns a job once after an error of the worker;
@@ -21,13 +22,14 @@ report as they are, and only hands its grading jobs to the cluster instead of lo
 
 from __future__ import annotations
 
+import hashlib
 import sys
 import uuid
 from collections.abc import Callable
 from pathlib import Path
 
 from autograder.cluster_worker import (EnvironmentMismatch, check_worker, differences, fingerprint, grade_remote,
-                                       pack_template)
+                                       pack_template, template_archive)
 from autograder.pool import WorkerStartError
 
 CONNECT_TIMEOUT = 10
@@ -115,7 +117,10 @@ class ClusterPool:
             for index, job in enumerate(jobs):
                 folder = job["template"]
                 if folder not in templates:
-                    templates[folder] = self.client.scatter(pack_template(Path(folder)), hash=True)
+                    # A task, not scattered data: when the worker that holds it dies, the scheduler remakes it.
+                    archive = pack_template(Path(folder))
+                    templates[folder] = self.client.submit(
+                        template_archive, archive, key=f"autograder-template-{hashlib.sha256(archive).hexdigest()}")
                 remote = {"assignment": job["assignment"], "cell_timeout": job["cell_timeout"],
                           "preload_torch": job["preload_torch"], "limits": job["limits"], "timeout": timeout,
                           "isolate": job["isolate"], "fingerprint": ours,

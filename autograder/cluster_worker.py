@@ -84,6 +84,12 @@ def pack_template(folder: Path) -> bytes:
     return gzip.compress(raw.getvalue(), mtime=0)
 
 
+def template_archive(archive: bytes) -> bytes:
+    """The template archive itself: as the result of a task (instead of scattered data) the scheduler can
+    make it again on another worker when the worker that holds it is lost."""
+    return archive
+
+
 def _local_folder() -> Path:
     """This Dask worker's own folder (its --local-directory), or a temporary one outside a worker."""
     try:
