@@ -113,6 +113,7 @@ class ClusterPool:
         ours = fingerprint()
         templates: dict[str, object] = {}
         futures = {}
+        warned: set[str] = set()  # each once, not once per job
         try:
             for index, job in enumerate(jobs):
                 folder = job["template"]
@@ -131,7 +132,12 @@ class ClusterPool:
                 futures[future] = index
             for future in as_completed(list(futures), loop=self.client.loop):
                 index = futures.pop(future)
-                on_result(index, _outcome(future))
+                result = _outcome(future)
+                warning = result.pop("warning", "")
+                if warning and warning not in warned:
+                    warned.add(warning)
+                    print(f"warning: {warning}", file=sys.stderr)
+                on_result(index, result)
         except BaseException:
             self.client.cancel(list(futures))
             raise
@@ -142,7 +148,7 @@ class ClusterPool:
 
 def _outcome(future) -> dict:
     """The result of a finished future; a failure of the cluster is reported with ``transient`` set (not
-    stored: the next run grades it again)."""
+    stored: the next run grades it again), and a line for the instructor in ``warning``."""
     from distributed import KilledWorker
 
     try:
@@ -153,8 +159,7 @@ def _outcome(future) -> dict:
                           "notebook that brings its worker down); a new run tries it again"}
     except EnvironmentMismatch as error:
         line = f"a Dask worker that joined during the run differs from this client: {error}"
-        print(f"warning: {line}", file=sys.stderr)
-        return {"status": "failed", "cells": [], "transient": True, "reason": f"not graded there: {line}"}
+        return {"status": "failed", "cells": [], "transient": True, "reason": line, "warning": line}
     except Exception as error:  # noqa: BLE001 - any failure of the cluster is one job's reason
         return {"status": "failed", "cells": [], "transient": True,
                 "reason": f"the cluster could not grade it ({type(error).__name__}: {error})"}

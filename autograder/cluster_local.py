@@ -74,7 +74,7 @@ class LocalCluster:
     def wait_for_workers(self, count: int, timeout: float = 60) -> None:
         from distributed import Client
 
-        with Client(self.address, timeout=10, set_as_default=False) as client:
+        with Client(self.address, timeout=30, set_as_default=False) as client:
             client.wait_for_workers(count, timeout=max(1.0, timeout))
 
     def kill_worker(self, index: int) -> None:

@@ -52,16 +52,12 @@ def _code_hash() -> str:
     return digest.hexdigest()[:16]
 
 
-_fingerprint: dict[str, str] = {}
-
-
 def fingerprint() -> dict[str, str]:
     """What must be equal on the client and every worker: Python, nbgrader, torch, numpy, distributed, and
-    the course version (a hash of ``autograder/`` and ``course/``; the template travels with the jobs)."""
-    if not _fingerprint:
-        _fingerprint.update({"python": platform.python_version(), "course": _code_hash(),
-                             **{name: _package_version(name) for name in PACKAGES}})
-    return dict(_fingerprint)
+    the course version (a hash of ``autograder/`` and ``course/``; the template travels with the jobs).
+    Read from disk at each call, as the grading processes that a worker starts will find them."""
+    return {"python": platform.python_version(), "course": _code_hash(),
+            **{name: _package_version(name) for name in PACKAGES}}
 
 
 def differences(theirs: dict[str, str], ours: dict[str, str]) -> str:
@@ -115,18 +111,21 @@ def unpack_template(archive: bytes, cache: Path) -> Path:
     return folder
 
 
+_sandbox: dict[str, str] = {}
+
+
 def check_worker(isolate: bool) -> dict:
     """This worker's `fingerprint`, and why it cannot make the grading sandbox ('' when it can, or when
     ``isolate`` is off); run on every worker by the client before it sends any job."""
-    problem = ""
-    if isolate:
+    if isolate and "problem" not in _sandbox:  # once per worker process: its machine does not change
         from autograder.sandbox import SandboxUnavailable, check
 
         try:
             check()
+            _sandbox["problem"] = ""
         except SandboxUnavailable as error:
-            problem = str(error)
-    return {"fingerprint": fingerprint(), "sandbox": problem}
+            _sandbox["problem"] = str(error)
+    return {"fingerprint": fingerprint(), "sandbox": _sandbox["problem"] if isolate else ""}
 
 
 class _Slot:
