@@ -143,7 +143,7 @@ def tiled_attention(Q, K, V, block_q=64, block_k=64, causal=False):
     seen = l > 0
     out = np.divide(p @ V, l[..., None], out=np.zeros(p.shape[:-1] + (V.shape[-1],)), where=seen[..., None])
     return out, np.where(seen, safe + np.log(np.where(seen, l, 1.0)), -np.inf)
-""", message="whole (n, n) float64 score matrix"),
+""", message="Never materialise more than one tile of scores"),
     Answer("tiled_attention", "query blocks against every key at once (no key tiles)", _tiled(
         ).replace("for k0 in range(0, n_k, block_k):", "for k0 in (0,):").replace(
         "k1 = min(k0 + block_k, n_k)", "k1 = n_k"), message="(allowed: 12 MiB)"),
