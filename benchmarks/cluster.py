@@ -61,8 +61,11 @@ def main() -> None:
         print(f"--scheduler with two local dask workers:  {remote:7.1f} s ({remote / count:.2f} s per submission)")
         print(f"cluster overhead per submission: {(remote - local) / count:+.2f} s "
               f"(ratio cluster / local: {remote / local:.2f})")
-        same = (root / "local" / "grades.csv").read_text() == (root / "cluster" / "grades.csv").read_text()
-        print(f"grades.csv identical: {same}")
+        local_rows = (root / "local" / "grades.csv").read_text().splitlines()
+        cluster_rows = (root / "cluster" / "grades.csv").read_text().splitlines()
+        print(f"grades.csv identical: {local_rows == cluster_rows}")
+        for row in sorted(set(local_rows) ^ set(cluster_rows)):
+            print(f"  {'local' if row in local_rows else 'cluster'} only: {row}")
 
 
 if __name__ == "__main__":

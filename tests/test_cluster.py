@@ -86,7 +86,7 @@ def test_dead_scheduler_fails_within_seconds(classroom) -> None:
                      f"tcp://127.0.0.1:{port}", *OPTIONS, timeout=60)
     assert done.returncode == 1
     assert f"cannot reach the Dask scheduler at tcp://127.0.0.1:{port}" in done.stderr, done.stderr
-    assert time.monotonic() - started < 20
+    assert time.monotonic() - started < 30, "the connect timeout is 10 s"
     assert not (classroom["root"] / "dead" / "grades.csv").exists()
 
 
