@@ -6,8 +6,9 @@ client's environment fingerprint and, as a separate Dask argument, the assignmen
 once per assignment and run. The worker unpacks it once into its own folder, writes the notebooks
 there and grades them exactly as a local run does: a single-slot `autograder.pool.Pool` runs
 `autograder.worker.grade_submission` in a separate process whose kernel is sandboxed
-(`autograder.sandbox`), killed with its kernel when it overruns. A hostile notebook therefore fails alone and never takes the Dask worker down with it.
-The result (scores, reasons and the feedback HTML) goes back to the client, which alone writes DIR.
+(`autograder.sandbox`), killed with its kernel when it overruns. A hostile notebook therefore fails
+alone and never takes the Dask worker down with it. The result (scores, reasons and the feedback
+HTML) goes back to the client, which alone writes DIR.
 """
 
 from __future__ import annotations
