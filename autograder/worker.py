@@ -235,7 +235,9 @@ def _grade(assignment: str, notebooks: dict[str, bytes | None], template: Path, 
     db_url = f"sqlite:///{workdir / 'gradebook.db'}"
     prepare_home(home)
     argv, env = kernel_argv(home, home / "work", limits, preload_torch, isolate)
-    os.environ["JUPYTER_PATH"] = str(write_kernelspec(workdir / "jupyter", argv, env))
+    given = os.environ.setdefault("AUTOGRADER_JUPYTER_PATH", os.environ.get("JUPYTER_PATH", ""))
+    os.environ["JUPYTER_PATH"] = os.pathsep.join(filter(None, [str(write_kernelspec(workdir / "jupyter", argv, env)),
+                                                               given]))
     from nbgrader.converters import Autograde, GenerateFeedback
 
     _record_launches()
@@ -257,6 +259,7 @@ def _grade(assignment: str, notebooks: dict[str, bytes | None], template: Path, 
                 return {"status": "failed", "reason": problem, "cells": []}
             notes += incidents(notebook, cell_timeout)
             sanitize_for_feedback(notebook)
+            autograded.chmod(0o644)  # nbgrader leaves it read-only (only root could write it back)
             nbformat.write(notebook, autograded)
     error_log = run_converter(GenerateFeedback, grading_config(course, db_url, cell_timeout, home), assignment, STUDENT)
     feedback = {html.name: html.read_text() for html in sorted((course / "feedback" / STUDENT / assignment).glob("*.html"))}

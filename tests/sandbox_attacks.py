@@ -57,15 +57,14 @@ for path in {paths!r}:
 print(written)
 '''
 
-# Forks until the process limit stops it (the children sleep), then kills its parent and every process it
-# can signal, and reaps its children: were they left as zombies, they would keep the kernel at its limit.
-FORKS_AND_KILLS = '''import os, signal, time
+# Starts sleeping processes until the process limit stops it (spawned rather than forked: forking a kernel
+# 256 times takes seconds), then kills its parent and every process it can signal, and reaps its
+# children: were they left as zombies, they would keep the kernel at its limit.
+FORKS_AND_KILLS = '''import os, signal
 children = 0
 try:
     while children < 100_000:
-        if os.fork() == 0:
-            time.sleep(600)
-            os._exit(0)
+        os.posix_spawn("/usr/bin/sleep", ["sleep", "600"], {})
         children += 1
 except OSError as error:
     print("fork stopped:", type(error).__name__)
