@@ -88,6 +88,10 @@ def _python_dirs() -> list[str]:
     dirs |= {p for p in sys.path if p and Path(p).is_dir() and Path(p).name in ("site-packages", "dist-packages")}
     dirs = {os.path.realpath(d) for d in dirs if Path(d).is_dir()} | {d for d in dirs if Path(d).is_dir()}
     system = tuple(f"/{name}" for name in SYSTEM)
+    from course import ROOT
+
+    # Never a folder that holds the course (its solutions and tests), even for an interpreter installed there.
+    dirs = {d for d in dirs if not (ROOT == Path(d) or Path(d) in ROOT.parents)}
     kept = sorted(d for d in dirs if not any(d == s or d.startswith(s + "/") for s in system))
     return [d for d in kept if not any(d.startswith(other + "/") for other in kept)]
 
