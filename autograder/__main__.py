@@ -32,7 +32,8 @@ def _grade_parser(commands) -> None:
                        help="seconds of wall and CPU time for one submission (default 600)")
     grade.add_argument("--memory", type=float, default=3.0, help="GiB of address space per kernel (default 3)")
     grade.add_argument("--no-isolate", action="store_true",
-                       help="do not run kernels as separate unprivileged users (resource limits still apply)")
+                       help="run kernels without the bubblewrap sandbox, as this user (resource limits still apply; "
+                            "a warning says so)")
     grade.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
