@@ -36,6 +36,10 @@ def _task(student: str, template: Template, files: list[Path] | None, stray: lis
         if stray:
             task.problem += f"; notebooks that match no assignment: {', '.join(stray)}"
         return task
+    too_large = [p.name for p in files if p.suffix == ".too-large"]
+    if too_large:
+        task.problem = f"notebook too large to grade: {', '.join(too_large)}"
+        return task
     by_name = {p.name: p for p in files}
     unmatched = [p for p in files if p.stem not in template.notebooks]
     for name in template.notebooks:
@@ -44,10 +48,7 @@ def _task(student: str, template: Template, files: list[Path] | None, stray: lis
             path = unmatched[0]
             task.note = f"misnamed notebook: graded {path.name} as {name}.ipynb"
         task.notebooks[name] = str(path) if path is not None else None
-    too_large = [Path(p).name for p in task.notebooks.values() if p and p.endswith(".too-large")]
-    if too_large:
-        task.problem = f"notebook too large to grade: {', '.join(too_large)}"
-    elif not any(task.notebooks.values()):
+    if not any(task.notebooks.values()):
         found_names = ", ".join(p.name for p in files) or "an empty folder"
         task.problem = f"no notebook named {expected} (found {found_names})"
     else:

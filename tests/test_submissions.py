@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 
 from autograder import submissions
+from autograder.records import Template
+from autograder.results import make_tasks
 from autograder.submissions import find, from_folder, from_zip, valid_student_id
 
 NOTEBOOKS = {"similarity.ipynb": "01_similarity", "scaled_attention.ipynb": "02_scaled_attention"}
@@ -147,6 +149,15 @@ def test_a_notebook_over_the_size_limit_is_staged_as_a_marker(tmp_path: Path, mo
     [(name, data)] = staged[("ada", "01_similarity")]
     assert name.endswith(".too-large") and data == b"", "a notebook over the limit is never unpacked"
     assert staged[("bo", "01_similarity")] == [("similarity.ipynb", b"x" * 10)]
+
+
+def test_a_notebook_over_the_size_limit_is_reported_as_too_large(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(submissions, "MAX_NOTEBOOK_BYTES", 10)
+    archive = _zip(tmp_path / "class.zip", {"ada/01_similarity/similarity.ipynb": b"x" * 11})
+    found = from_zip(archive, NOTEBOOKS, tmp_path / "staging")
+    template = Template("01_similarity", "key", tmp_path, ("similarity",), (), False)
+    [task] = make_tasks(found, {"01_similarity": template}, "limits")
+    assert task.problem.startswith("notebook too large to grade"), task.problem
 
 
 def test_find_reads_a_zip_file(tmp_path: Path) -> None:
