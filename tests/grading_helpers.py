@@ -56,3 +56,15 @@ def released_notebooks(cache: Path, source: Path = FIXTURE_SOURCE) -> dict[str, 
     finally:
         pool.close()
     return {name: template.released / f"{template.notebooks[0]}.ipynb" for name, template in templates.items()}
+
+
+def require_sandbox() -> None:
+    """Fail (never skip) where no grading sandbox can be made: grading needs one, so the suite must say so."""
+    import pytest
+
+    from autograder.sandbox import SandboxUnavailable, check
+
+    try:
+        check()
+    except SandboxUnavailable as error:
+        pytest.fail(f"no grading sandbox can be made on this machine: {error}")

@@ -63,7 +63,7 @@ def test_each_chapter_has_figures_and_links_its_exercise(site: Path, chapter: st
     figures = re.findall(r'<img[^>]+src="[^"]*_images/[^"]+\.png"', html)
     assert len(figures) >= 2, f"{chapter} shows {len(figures)} figures made at build time; want at least 2"
     assignment = Path(chapter).name
-    assert re.search(rf'_downloads/[0-9a-f]+/[^"]+\.ipynb"', html), f"{chapter} has no download link to its notebook"
+    assert re.search(r'_downloads/[0-9a-f]+/[^"]+\.ipynb"', html), f"{chapter} has no download link to its notebook"
     assert f"exercises/{assignment}/" in html, f"{chapter} has no launch link to exercises/{assignment}"
 
 

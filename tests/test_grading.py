@@ -8,7 +8,6 @@ in-process harness (tests/harness.py, which the bank tests use) agree on every t
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 

@@ -17,23 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from autograder.sandbox import SandboxUnavailable, check
 from tests import sandbox_attacks as attacks
 from tests.grading_helpers import (FIXTURE_SOURCE, HIDDEN_MARKER, grade_cli, read_grades, released_notebooks,
-                                   solution_sources, student_notebook, write_submission)
+                                   require_sandbox, solution_sources, student_notebook, write_submission)
 
 
-def _sandbox_problem() -> str:
-    try:
-        check()
-    except SandboxUnavailable as error:
-        return str(error)
-    return ""
-
-
-PROBLEM = _sandbox_problem()
-pytestmark = [pytest.mark.skipif(bool(PROBLEM), reason=f"no grading sandbox here: {PROBLEM}"),
-              pytest.mark.skipif(os.geteuid() != 0, reason="the class is graded by root (test_sandbox.py: not root)")]
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the class is graded by root (test_sandbox.py: not root)")
 REFERENCE = solution_sources(FIXTURE_SOURCE / "toy" / "toy.ipynb")
 ADD = REFERENCE["add"]
 MEAN = REFERENCE["mean"]
@@ -223,6 +212,7 @@ def _snapshot(folder: Path) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def graded_class(tmp_path_factory):
+    require_sandbox()
     root = tmp_path_factory.mktemp("hostile")
     released = released_notebooks(root / "templates")
     submissions, out, home, private = root / "submissions", root / "out", root / "home", root / "root-only"
