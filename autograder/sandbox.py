@@ -132,12 +132,14 @@ def _view(home: Path, tmp_bytes: int, proc: list[str]) -> list[str]:
     for name in ETC:
         if (Path("/etc") / name).exists():
             bind(f"/etc/{name}", f"/etc/{name}")
+    # The private /tmp comes before the interpreter's binds: an environment under /tmp (a checkout
+    # there, as CI's may be) would otherwise be hidden by it.
+    args.extend(["--dev", "/dev", *proc, "--perms", "1777", "--size", str(tmp_bytes), "--tmpfs", "/tmp"])
+    made.add("/tmp")
     for folder in _python_dirs():
         bind(folder, folder)
     for source, target in _packages().items():
         bind(source, target)
-    args.extend(["--dev", "/dev", *proc, "--perms", "1777", "--size", str(tmp_bytes), "--tmpfs", "/tmp"])
-    made.add("/tmp")
     bind(str(home), str(home), "--bind")
     return args
 

@@ -233,3 +233,13 @@ def test_the_sandbox_has_no_network_and_its_own_processes(tmp_path) -> None:
     assert done.returncode == 0, done.stderr
     interfaces, pid, processes = eval(done.stdout)  # noqa: S307 - our own probe's repr
     assert interfaces == ["lo"] and pid <= 3 and len(processes) <= 3, done.stdout
+
+
+def test_an_environment_under_tmp_stays_visible(monkeypatch, tmp_path) -> None:
+    # CI may clone the course (and its .venv) under /tmp: the private /tmp must be mounted before it is bound.
+    from autograder import sandbox
+
+    monkeypatch.setattr(sandbox, "_python_dirs", lambda: ["/tmp/checkout/.venv"])
+    args = command(tmp_path, tmp_path, Limits(), {}, ["python"])
+    binds = [i for i, arg in enumerate(args) if arg == "/tmp/checkout/.venv" and args[i - 1] == "--ro-bind"]
+    assert binds and args.index("--tmpfs") < binds[0], "the private /tmp would hide the interpreter under /tmp"
