@@ -17,7 +17,8 @@ from course import ROOT
 FORMAT_VERSION = 2
 
 
-def _hash_folder(folder: Path) -> str:
+def hash_folder(folder: Path) -> str:
+    """sha256 of every file below ``folder`` (by relative path and content), caches and checkpoints left out."""
     digest = hashlib.sha256()
     for path in sorted(p for p in folder.rglob("*") if p.is_file() and "__pycache__" not in p.parts
                        and ".ipynb_checkpoints" not in p.parts):
@@ -51,7 +52,7 @@ def prepare_templates(source: Path, cache: Path, pool: Pool) -> dict[str, Templa
     assignments = sorted(p.name for p in source.iterdir()
                          if p.is_dir() and not p.name.startswith((".", "_")) and any(p.glob("*.ipynb")))
     shared = hashlib.sha256(NBGRADER_CONFIG.read_bytes() + (ROOT / "autograder" / "checks.py").read_bytes())
-    keys = {a: hashlib.sha256(f"{FORMAT_VERSION}:{a}:{_hash_folder(source / a)}:{shared.hexdigest()}".encode())
+    keys = {a: hashlib.sha256(f"{FORMAT_VERSION}:{a}:{hash_folder(source / a)}:{shared.hexdigest()}".encode())
             .hexdigest() for a in assignments}
     folders = {a: cache / f"{a}-{keys[a][:16]}" for a in assignments}
     missing = [a for a in assignments if not (folders[a] / "gradebook.db").exists()]
