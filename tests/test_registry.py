@@ -43,6 +43,13 @@ def test_every_chapter_has_a_bank_and_nothing_else_does() -> None:
     assert [module.ASSIGNMENT for module in bank.modules()] == [c.slug for c in chapters()]
 
 
+@pytest.mark.parametrize("folder", ["solutions", "exercises"])
+def test_no_chapter_folder_outside_the_registry(folder: str) -> None:
+    # `grade --source solutions/` and nbgrader see every folder here: each must be a registered chapter.
+    found = sorted(p.name for p in (ROOT / folder).iterdir() if p.is_dir() and not p.name.startswith("."))
+    assert found == [c.slug for c in chapters()], f"{folder}/ and course/chapters.yml disagree: {found}"
+
+
 def test_the_registry_rejects_chapters_out_of_order(tmp_path: Path) -> None:
     registry = tmp_path / "chapters.yml"
     registry.write_text("- {slug: 02_b, title: B, notebook: b, library: NumPy, functions: [f], learn: x}\n"
