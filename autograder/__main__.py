@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--jobs has no meaning with --scheduler: each thread of each Dask worker grades one "
                      "submission at a time (start workers with `dask worker --nworkers N --nthreads 1`)")
     jobs = 1 if args.scheduler else len(os.sched_getaffinity(0)) if args.jobs is None else args.jobs
-    return grade(Options(submissions=args.submissions, out=args.out, jobs=max(1, jobs), db_url=args.db,
+    return grade(Options(submissions=args.submissions, out=args.out.resolve(), jobs=max(1, jobs), db_url=args.db,
                          source=args.source.resolve(), cell_timeout=args.cell_timeout,
                          submission_timeout=args.timeout, memory_bytes=int(args.memory * 2**30),
                          isolate=not args.no_isolate, progress=not args.quiet, scheduler=args.scheduler))

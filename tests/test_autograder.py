@@ -162,3 +162,17 @@ def test_folder_zip_and_nothing_gradable(first_run) -> None:
     nothing = grade_cli(broken, "--out", root / "out-nothing", *OPTIONS)
     assert nothing.returncode == 1
     assert read_grades(root / "out-nothing")[("bo", "toy")]["score"] == "0"
+
+
+def test_a_relative_out_folder_is_made_absolute(tmp_path: Path, monkeypatch) -> None:
+    """Workers run in the repository root, so `--out DIR` relative to the instructor's folder must be resolved
+    before they get it (a relative DIR once failed while generating the assignments)."""
+    import autograder.grade
+    from autograder.__main__ import main
+
+    seen = []
+    monkeypatch.setattr(autograder.grade, "grade", lambda options: seen.append(options) or 0)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "submissions").mkdir()
+    assert main(["grade", "submissions", "--out", "graded", "--quiet"]) == 0
+    assert seen[0].out == tmp_path / "graded"
