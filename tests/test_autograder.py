@@ -48,7 +48,7 @@ def test_grades_csv(first_run) -> None:
         ("cy", "toy"): ("0", "5", ""),
     }
     header = (first_run["out"] / "grades.csv").read_text().splitlines()[0]
-    assert header == "student_id,assignment,score,max_score,reason"
+    assert header == "student_id,assignment,score,max_score,reason,lms_user_id,late"
 
 
 def test_feedback_per_student_without_hidden_code(first_run) -> None:
@@ -141,6 +141,9 @@ def test_canvas_zip(first_run) -> None:
     assert {key: row["score"] for key, row in rows.items()} == {
         ("picardjeanluc", "toy"): "5", ("rikerwill", "toy"): "3", ("troideanna", "toy"): "0"}
     assert rows[("troideanna", "toy")]["reason"] == "not graded: no submission (expected toy.ipynb)"
+    assert {key: (row["lms_user_id"], row["late"]) for key, row in rows.items()} == {
+        ("picardjeanluc", "toy"): ("1701", "0"), ("rikerwill", "toy"): ("1702", "1"),
+        ("troideanna", "toy"): ("1703", "0")}, "the Canvas user id and late flag are kept for `export`"
 
 
 def test_folder_zip_and_nothing_gradable(first_run) -> None:
