@@ -1,4 +1,4 @@
-"""Command line: `python -m autograder release` and `python -m autograder grade`."""
+"""Command line: `python -m autograder release`, `python -m autograder grade` and `python -m autograder export`."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import os
 import sys
 from pathlib import Path
 
+from autograder import export
 from autograder.release import release
 from course import ROOT
 
@@ -42,7 +43,10 @@ def main(argv: list[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("release", help="regenerate exercises/ from solutions/ with nbgrader")
     _grade_parser(commands)
+    export.add_parser(commands)
     args = parser.parse_args(argv)
+    if args.command == "export":
+        return export.run(args)
     if args.command == "release":
         for folder in release():
             print(f"released {folder}")
