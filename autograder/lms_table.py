@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,8 +41,8 @@ class Table:
 
 
 def read_table(path: Path, delimiters: str, required: str) -> Table:
-    """Read ``path``; its delimiter is the one of ``delimiters`` that splits the header into the most
-    fields (``required`` names a header cell that must be found, for the message when none fits).
+    """Read ``path``; its delimiter is the one of ``delimiters`` that splits the first records into the most
+    fields, as many in each; ``required`` names a cell the header must hold.
 
     Raises `ExportError` for a missing file, a file that is not UTF-8, a header without ``required``,
     or a row with more fields than the header.
@@ -56,7 +57,7 @@ def read_table(path: Path, delimiters: str, required: str) -> Table:
     except UnicodeDecodeError:
         raise ExportError(f"{path} is not UTF-8 text: export the gradebook again as CSV (UTF-8)") from None
     first_line = text.splitlines(keepends=True)[0] if text else ""
-    best = max(delimiters, key=lambda d: _fields(first_line, d))
+    best = max(delimiters, key=lambda d: _fields(text, d))
     try:
         records = _parse(text, best)
     except csv.Error as error:
@@ -103,11 +104,14 @@ def _parse(text: str, delimiter: str) -> list[list[str]]:
     return list(csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=True))
 
 
-def _fields(line: str, delimiter: str) -> int:
+def _fields(text: str, delimiter: str) -> int:
+    """How many fields ``delimiter`` splits the first records into, when it splits each into as many (else 0):
+    Canvas's importer guesses the delimiter the same way, so a title with a comma does not mislead it."""
     try:
-        return max((len(r) for r in _parse(line, delimiter)), default=0)
+        counts = {len(r) for r in itertools.islice(csv.reader(io.StringIO(text, newline=""), delimiter=delimiter), 3)}
     except csv.Error:
         return 0
+    return counts.pop() if len(counts) == 1 else 0
 
 
 def _line(row: list[str], delimiter: str, quoting: str) -> str:

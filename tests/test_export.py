@@ -374,3 +374,10 @@ def test_an_all_quoted_export_stays_all_quoted(tmp_path: Path) -> None:
                   "--map", "01_similarity=Assignment: Similarity (Real)", "--out", tmp_path / "import.csv")
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "import.csv").read_text() == quoted.replace('"-"', '"8.00"') + "\n"
+
+
+def test_a_title_with_commas_does_not_fool_the_delimiter_guess(tmp_path: Path) -> None:
+    text = ("Student;ID;SIS Login ID;Section;Essay, draft, v2, late (1301);Essay, final, v2, late (1302)\n"
+            "Points Possible;;;;10;10\nLovelace, Ada;1001;ada.lovelace;Section 01;;\n")
+    table = read_table(_write(tmp_path / "export.csv", text), ",;", "Section")
+    assert table.delimiter == ";" and table.header[4] == "Essay, draft, v2, late (1301)"
