@@ -1,4 +1,4 @@
-"""Attention, by hand: the instructor tool (`python -m autograder release` and `grade`) and
+"""Attention, by hand: the instructor tool (`python -m autograder release`, `grade` and `export`) and
 `autograder.checks`, the assertions the hidden tests import.
 
 What book pages, benchmarks and tests share lives in the `course` package.

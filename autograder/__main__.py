@@ -1,4 +1,4 @@
-"""Command line: `python -m autograder release` and `python -m autograder grade`."""
+"""Command line: `python -m autograder release`, `python -m autograder grade` and `python -m autograder export`."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import os
 import sys
 from pathlib import Path
 
+from autograder import export
 from autograder.release import release
 from course import ROOT
 
@@ -42,7 +43,10 @@ def main(argv: list[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("release", help="regenerate exercises/ from solutions/ with nbgrader")
     _grade_parser(commands)
+    export.add_parser(commands)
     args = parser.parse_args(argv)
+    if args.command == "export":
+        return export.run(args)
     if args.command == "release":
         for folder in release():
             print(f"released {folder}")
@@ -55,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--jobs has no meaning with --scheduler: each thread of each Dask worker grades one "
                      "submission at a time (start workers with `dask worker --nworkers N --nthreads 1`)")
     jobs = 1 if args.scheduler else len(os.sched_getaffinity(0)) if args.jobs is None else args.jobs
-    return grade(Options(submissions=args.submissions, out=args.out, jobs=max(1, jobs), db_url=args.db,
+    return grade(Options(submissions=args.submissions, out=args.out.resolve(), jobs=max(1, jobs), db_url=args.db,
                          source=args.source.resolve(), cell_timeout=args.cell_timeout,
                          submission_timeout=args.timeout, memory_bytes=int(args.memory * 2**30),
                          isolate=not args.no_isolate, progress=not args.quiet, scheduler=args.scheduler))

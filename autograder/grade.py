@@ -152,7 +152,8 @@ def _grade_tasks(options: Options, tasks: list[Task], templates: dict[str, Templ
                      "score": sum(c["points"] for c in result.get("cells", [])),
                      "max_score": template.max_score if template else 0.0,
                      "reason": result.get("reason", "") if result["status"] == "graded"
-                     else f"not graded: {result['reason']}", "result": result})
+                     else f"not graded: {result['reason']}", "result": result,
+                     "lms_user_id": task.lms_user_id, "late": task.late})
     write_grades(out / "grades.csv", rows)
     write_report(out / "report.html", rows, templates)
     graded = sum(r["result"]["status"] == "graded" for r in rows)

@@ -91,3 +91,5 @@ class Task:
     note: str = ""
     problem: str = ""
     key: str = ""
+    lms_user_id: str = ""  # the Canvas user id a Canvas zip's file names carried ("" otherwise)
+    late: bool = False  # Canvas marked the submission that counts as late

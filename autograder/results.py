@@ -22,6 +22,7 @@ def make_tasks(found: dict, templates: dict[str, Template], limits_key: str) -> 
         stray = [p.name for p in entry.files.get("", [])]
         for assignment in assignments:
             tasks.append(_task(student, templates[assignment], entry.files.get(assignment), stray, limits_key))
+            tasks[-1].lms_user_id, tasks[-1].late = entry.lms_user_id, assignment in entry.late
         for assignment in unknown:
             if assignment in entry.files:
                 tasks.append(Task(student, assignment, problem=f"'{assignment}' is not an assignment of this course"))
@@ -120,10 +121,11 @@ def save_state(out: Path, task: Task, result: dict) -> None:
 
 
 def write_grades(path: Path, rows: list[dict]) -> None:
-    """grades.csv: student_id, assignment, score, max_score, reason (empty when graded normally)."""
+    """grades.csv: student_id, assignment, score, max_score, reason (empty when graded normally), lms_user_id
+    (the Canvas user id of a Canvas zip, else empty) and late (1 when Canvas marked the submission late, else 0)."""
     with open(path, "w", newline="") as handle:
         writer = csv.writer(handle)
-        writer.writerow(["student_id", "assignment", "score", "max_score", "reason"])
+        writer.writerow(["student_id", "assignment", "score", "max_score", "reason", "lms_user_id", "late"])
         for row in rows:
             writer.writerow([row["student_id"], row["assignment"], f"{row['score']:g}", f"{row['max_score']:g}",
-                             row["reason"]])
+                             row["reason"], row["lms_user_id"], "1" if row["late"] else "0"])

@@ -19,7 +19,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-CANVAS = re.compile(r"^(?P<name>[^/]+?)(?:_(?:LATE|late))?_(?P<user>\d+)_(?P<submission>\d+)_(?P<original>.+)$")
+CANVAS = re.compile(r"^(?P<name>[^/]+?)(?P<late>_(?:LATE|late))?_(?P<user>\d+)_(?P<submission>\d+)_(?P<original>.+)$")
 RESUBMITTED = re.compile(r"^(?P<stem>.+?)(?:-\d+)?$")
 STUDENT_ID = re.compile(r"(?:[^\W_]|[@+])[\w.@+-]*")  # \w: Unicode letters, digits and _
 MAX_NOTEBOOK_BYTES = 50 * 2**20
@@ -27,9 +27,12 @@ MAX_NOTEBOOK_BYTES = 50 * 2**20
 
 @dataclass
 class Found:
-    """What was found for one student: assignment -> files (empty list: a folder without notebooks)."""
+    """What was found for one student: assignment -> files (empty list: a folder without notebooks); from a
+    Canvas zip also the student's Canvas user id and the assignments whose counted submission was late."""
 
     files: dict[str, list[Path]] = field(default_factory=dict)
+    lms_user_id: str = ""
+    late: set[str] = field(default_factory=set)
 
 
 def valid_student_id(student_id: str) -> bool:
@@ -66,7 +69,7 @@ def _write(archive: zipfile.ZipFile, member: zipfile.ZipInfo, target: Path) -> P
 
 def _canvas(archive: zipfile.ZipFile, notebooks: dict[str, str], staging: Path) -> dict[str, Found]:
     """Canvas's flat layout; ``notebooks`` maps a notebook filename to its assignment."""
-    latest: dict[tuple[str, str, str], tuple[int, zipfile.ZipInfo, str]] = {}
+    latest: dict[tuple[str, str, str], tuple[int, zipfile.ZipInfo, str, bool]] = {}
     users_by_name: dict[str, set[str]] = defaultdict(set)
     other: dict[tuple[str, str], list[zipfile.ZipInfo]] = defaultdict(list)
     for member in _members(archive):
@@ -82,19 +85,22 @@ def _canvas(archive: zipfile.ZipFile, notebooks: dict[str, str], staging: Path) 
             continue
         key = (name, user, filename)
         if key not in latest or int(match["submission"]) > latest[key][0]:
-            latest[key] = (int(match["submission"]), member, filename)
+            latest[key] = (int(match["submission"]), member, filename, bool(match["late"]))
     found: dict[str, Found] = {}
 
     def student_id(name: str, user: str) -> str:
         return name if len(users_by_name[name]) == 1 else f"{name}_{user}"
 
-    for (name, user, _), (_, member, filename) in sorted(latest.items()):
+    for (name, user, _), (_, member, filename, late) in sorted(latest.items()):
         student, assignment = student_id(name, user), notebooks[filename]
         path = _write(archive, member, staging / student / assignment / filename)
-        found.setdefault(student, Found()).files.setdefault(assignment, []).append(path)
+        entry = found.setdefault(student, Found(lms_user_id=user))
+        entry.files.setdefault(assignment, []).append(path)
+        if late:
+            entry.late.add(assignment)
     for (name, user), members in sorted(other.items()):
         student = student_id(name, user)
-        entry = found.setdefault(student, Found())
+        entry = found.setdefault(student, Found(lms_user_id=user))
         for member in members:
             if not member.filename.endswith(".ipynb"):
                 continue

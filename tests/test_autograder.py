@@ -48,7 +48,7 @@ def test_grades_csv(first_run) -> None:
         ("cy", "toy"): ("0", "5", ""),
     }
     header = (first_run["out"] / "grades.csv").read_text().splitlines()[0]
-    assert header == "student_id,assignment,score,max_score,reason"
+    assert header == "student_id,assignment,score,max_score,reason,lms_user_id,late"
 
 
 def test_feedback_per_student_without_hidden_code(first_run) -> None:
@@ -141,6 +141,9 @@ def test_canvas_zip(first_run) -> None:
     assert {key: row["score"] for key, row in rows.items()} == {
         ("picardjeanluc", "toy"): "5", ("rikerwill", "toy"): "3", ("troideanna", "toy"): "0"}
     assert rows[("troideanna", "toy")]["reason"] == "not graded: no submission (expected toy.ipynb)"
+    assert {key: (row["lms_user_id"], row["late"]) for key, row in rows.items()} == {
+        ("picardjeanluc", "toy"): ("1701", "0"), ("rikerwill", "toy"): ("1702", "1"),
+        ("troideanna", "toy"): ("1703", "0")}, "the Canvas user id and late flag are kept for `export`"
 
 
 def test_folder_zip_and_nothing_gradable(first_run) -> None:
@@ -162,3 +165,17 @@ def test_folder_zip_and_nothing_gradable(first_run) -> None:
     nothing = grade_cli(broken, "--out", root / "out-nothing", *OPTIONS)
     assert nothing.returncode == 1
     assert read_grades(root / "out-nothing")[("bo", "toy")]["score"] == "0"
+
+
+def test_a_relative_out_folder_is_made_absolute(tmp_path: Path, monkeypatch) -> None:
+    """Workers run in the repository root, so `--out DIR` relative to the instructor's folder must be resolved
+    before they get it (a relative DIR once failed while generating the assignments)."""
+    import autograder.grade
+    from autograder.__main__ import main
+
+    seen = []
+    monkeypatch.setattr(autograder.grade, "grade", lambda options: seen.append(options) or 0)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "submissions").mkdir()
+    assert main(["grade", "submissions", "--out", "graded", "--quiet"]) == 0
+    assert seen[0].out == tmp_path / "graded"

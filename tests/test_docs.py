@@ -148,13 +148,18 @@ def test_every_graded_function_is_documented_with_its_real_signature(chapter: Ch
     assert not extra, f"docs/chapters.md, section {chapter.slug}: {extra} are not graded names the solution defines"
 
 
-def test_every_documented_grade_option_exists() -> None:
+@pytest.mark.parametrize("command", ["grade", "export"])
+def test_every_documented_option_exists(command: str) -> None:
     from autograder.__main__ import main
 
     help_text = io.StringIO()
     with contextlib.redirect_stdout(help_text), pytest.raises(SystemExit):
-        main(["grade", "--help"])
-    documented = set(re.findall(r"`(--[a-z-]+)", CLI_DOC.read_text()))
-    assert {"--out", "--jobs", "--db", "--scheduler"} <= documented
+        main([command, "--help"])
+    sections = re.split(r"^## `python -m autograder (\w+)", CLI_DOC.read_text(), flags=re.MULTILINE)
+    section = dict(zip(sections[1::2], sections[2::2]))[command]
+    documented = set(re.findall(r"`(--[a-z-]+)", section))
+    assert {"grade": {"--out", "--jobs", "--db", "--scheduler"},
+            "export": {"--lms", "--gradebook", "--map", "--out", "--match", "--late-penalty"}}[command] <= documented
     missing = sorted(option for option in documented if option not in help_text.getvalue())
-    assert not missing, f"docs/instructor-cli.md documents options that `python -m autograder grade` lacks: {missing}"
+    assert not missing, (f"docs/instructor-cli.md documents options that `python -m autograder {command}` lacks: "
+                         f"{missing}")

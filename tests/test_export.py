@@ -1,0 +1,383 @@
+"""`python -m autograder export`: grades back into the instructor's own Canvas and Moodle gradebook exports.
+
+No kernels: ``DIR/grades.csv`` is made by the grader's own steps from a Canvas submissions zip
+(`autograder.submissions.from_zip`, `autograder.results.make_tasks`, `autograder.results.write_grades`)
+with scores the test chooses, or written directly as a folder of submissions would have it; the
+exports are written as Canvas and Moodle write them. Most checks run the real command line.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from autograder.lms_table import read_table
+from autograder.records import Template
+from autograder.results import make_tasks, write_grades
+from autograder.submissions import from_zip
+from course import ROOT
+
+NOTEBOOKS = {"similarity.ipynb": "01_similarity", "scaled_attention.ipynb": "02_scaled_attention"}
+BOM = "\ufeff"
+
+# The Canvas submissions zip of 01_similarity: Ada resubmitted (the later file counts), Grace handed in
+# late, Marie is excused in Canvas, Alan handed in only a PDF, Will dropped the course (no row in the export).
+ZIP = {"lovelaceada_1001_5001_similarity.ipynb": b"first try",
+       "lovelaceada_1001_5007_similarity-1.ipynb": b"resubmitted",
+       "hoppergrace_LATE_1002_5002_similarity.ipynb": b"late",
+       "curiemarie_1003_5003_similarity.ipynb": b"excused anyway",
+       "turingalan_1004_5004_essay.pdf": b"not a notebook",
+       "noetheremmy_1005_5005_similarity.ipynb": b"unchanged",
+       "rikerwill_late_1702_5006_similarity.ipynb": b"dropped the course"}
+SCORES = {"lovelaceada": 8.0, "hoppergrace": 10.0, "curiemarie": 5.0, "noetheremmy": 9.0, "rikerwill": 4.0}
+
+# Canvas's export (Grades > Export): a BOM, quoted names, two sections, a custom column, other assignments,
+# read-only totals, an excused cell, the Test Student.
+CANVAS_HEADER = ("Student,ID,SIS User ID,SIS Login ID,Section,Notes,Similarity (1201),Scaled attention (1202),"
+                 "Quiz 1 (1300),Assignments Current Score,Current Score,Unposted Current Score,Final Score,Final Grade")
+CANVAS = BOM + "\n".join([
+    CANVAS_HEADER,
+    "    Points Possible,,,,,,20.00,15.00,5.00,(read only),(read only),(read only),(read only),(read only)",
+    '"Lovelace, Ada",1001,S1001,ada.lovelace,Section 01,,12.00,15.00,4.00,82.50,82.50,82.50,82.50,B',
+    '"Hopper, Grace",1002,S1002,grace.hopper,Section 02,"asked for, and got, an extension",,11.00,EX,55.00,55.00,55.00,'
+    '55.00,F',
+    '"Curie, Marie",1003,S1003,marie.curie,Section 01,,EX,14.00,5.00,95.00,95.00,95.00,95.00,A',
+    '"Turing, Alan",1004,S1004,alan.turing,Section 02,,7.00,,3.00,50.00,50.00,50.00,50.00,F',
+    '"Noether, Emmy",1005,S1005,emmy.noether,Section 01,,18,15.00,5.00,96.00,96.00,96.00,96.00,A',
+    '"Student, Test",1099,,,Section 01,,,,,,,,,',
+]) + "\n"
+CANVAS_IMPORT = BOM + "\n".join([
+    "Student,ID,SIS User ID,SIS Login ID,Section,Similarity (1201)",
+    "    Points Possible,,,,,20.00",
+    '"Lovelace, Ada",1001,S1001,ada.lovelace,Section 01,16.00',
+    '"Hopper, Grace",1002,S1002,grace.hopper,Section 02,20.00',
+    '"Curie, Marie",1003,S1003,marie.curie,Section 01,EX',
+    '"Turing, Alan",1004,S1004,alan.turing,Section 02,7.00',
+    '"Noether, Emmy",1005,S1005,emmy.noether,Section 01,18',
+    '"Student, Test",1099,,,Section 01,',
+]) + "\n"
+
+# Moodle's export (Grades > Export > Plain text file, Real display type, comma separator), quoted as PHP's
+# fputcsv quotes: every field with a space.
+MOODLE = "\n".join([
+    '"First name","Last name","ID number",Institution,Department,"Email address","Assignment: Similarity (Real)",'
+    '"Assignment: Similarity (Percentage)","Quiz: Quiz 1 (Real)","Course total (Real)",'
+    '"Last downloaded from this course"',
+    'Ada,Lovelace,S1001,Analytical,Maths,Ada.Lovelace@uni.example,6.00,"60.00 %",4.00,10.00,1764590000',
+    'Grace,Hopper,S1002,"US Navy",CS,grace.hopper@uni.example,-,-,5.00,5.00,1764590000',
+    'Alan,Turing,S1004,Bletchley,Maths,alan.turing@uni.example,7.00,"70.00 %",3.00,10.00,1764590000',
+]) + "\n"
+
+
+def _zip(path: Path, members: dict[str, bytes]) -> Path:
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+    return path
+
+
+def _graded(tmp_path: Path, members: dict[str, bytes] = ZIP, scores: dict[str, float] = SCORES) -> Path:
+    """DIR as `grade` leaves it for a Canvas zip of 01_similarity (out of 10), with these scores."""
+    found = from_zip(_zip(tmp_path / "submissions.zip", members), NOTEBOOKS, tmp_path / "staging")
+    template = Template("01_similarity", "key", tmp_path, ("similarity",), (("similarity", "mean", 10.0),), False)
+    rows = [{"student_id": t.student, "assignment": t.assignment, "max_score": 10.0,
+             "score": 0.0 if t.problem else scores[t.student],
+             "reason": f"not graded: {t.problem}" if t.problem else "",
+             "lms_user_id": t.lms_user_id, "late": t.late}
+            for t in make_tasks(found, {"01_similarity": template}, "limits")]
+    out = tmp_path / "graded"
+    out.mkdir()
+    write_grades(out / "grades.csv", rows)
+    return out
+
+
+def _write(path: Path, text: str, newline: str = "\n") -> Path:
+    path.write_bytes(text.replace("\n", newline).encode("utf-8"))
+    return path
+
+
+def export(*args: str | Path) -> subprocess.CompletedProcess:
+    """``python -m autograder export ARGS`` as an instructor runs it."""
+    return subprocess.run([sys.executable, "-m", "autograder", "export", *map(str, args)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=60)
+
+
+# ---------------------------------------------------------------- what grade keeps for export
+
+
+def test_grades_csv_keeps_the_canvas_user_id_and_the_late_flag(tmp_path: Path) -> None:
+    text = (_graded(tmp_path) / "grades.csv").read_text().splitlines()
+    assert text[0] == "student_id,assignment,score,max_score,reason,lms_user_id,late", "new columns go at the end"
+    assert "hoppergrace,01_similarity,10,10,,1002,1" in text
+    assert "lovelaceada,01_similarity,8,10,,1001,0" in text
+    assert "rikerwill,01_similarity,4,10,,1702,1" in text, "_late_ in lower case marks a late submission too"
+    assert "turingalan,01_similarity,0,10,not graded: no submission (expected similarity.ipynb),1004,0" in text
+
+
+def test_a_resubmission_takes_its_late_flag_from_the_submission_that_counts(tmp_path: Path) -> None:
+    found = from_zip(_zip(tmp_path / "s.zip", {"picard_LATE_1701_9001_similarity.ipynb": b"late first",
+                                               "picard_1701_9002_similarity-1.ipynb": b"on time later"}),
+                     NOTEBOOKS, tmp_path / "staging")
+    assert found["picard"].late == set() and found["picard"].lms_user_id == "1701"
+    found = from_zip(_zip(tmp_path / "t.zip", {"picard_1701_9001_similarity.ipynb": b"on time",
+                                               "picard_LATE_1701_9002_similarity-1.ipynb": b"late resubmission"}),
+                     NOTEBOOKS, tmp_path / "staging2")
+    assert found["picard"].late == {"01_similarity"}
+
+
+# ---------------------------------------------------------------- Canvas
+
+
+def test_canvas_import_file(tmp_path: Path) -> None:
+    graded, gradebook = _graded(tmp_path), _write(tmp_path / "export.csv", CANVAS)
+    done = export(graded, "--lms", "canvas", "--gradebook", gradebook, "--map", "01_similarity=1201",
+                  "--out", tmp_path / "import.csv")
+    assert done.returncode == 0, done.stderr
+    written = (tmp_path / "import.csv").read_bytes()
+    assert written.decode("utf-8") == CANVAS_IMPORT, (
+        "identity columns, Points Possible row, BOM and delimiter kept; only the mapped column; scores scaled to "
+        "20 points; EX and a student with no submission untouched; 18 = 9/10 of 20 at 2 decimals keeps its text")
+    header = read_table(tmp_path / "import.csv", ",", "Section").header
+    assert set(header) <= set(CANVAS_HEADER.split(",")), "never a column the export did not have"
+    out = done.stdout
+    assert "cells changed: 2 (old -> new)" in out
+    assert "Lovelace, Ada (1001)  Similarity (1201): 12.00 -> 16.00" in out
+    assert "Hopper, Grace (1002)  Similarity (1201): (empty) -> 20.00" in out
+    assert "cells that already hold the grade: 1" in out
+    assert "excused, left as EX: Curie, Marie (1003) in Similarity (1201)" in out
+    assert "late (no penalty here: left to Canvas's late policy): Hopper, Grace (1002) in Similarity (1201)" in out
+    assert "graded but not in the export: 1\n  rikerwill (Canvas user 1702): 01_similarity" in out
+    assert ("in the export with no submission, cell kept (Similarity (1201)): 2\n  Turing, Alan (1004)\n"
+            "  Student, Test (1099)") in out
+
+
+def test_canvas_export_is_idempotent(tmp_path: Path) -> None:
+    graded, gradebook = _graded(tmp_path), _write(tmp_path / "export.csv", CANVAS)
+    args = (graded, "--lms", "canvas", "--gradebook", gradebook, "--map", "01_similarity=Similarity (1201)")
+    first = export(*args, "--out", tmp_path / "first.csv")
+    second = export(*args, "--out", tmp_path / "second.csv")
+    assert first.returncode == second.returncode == 0, first.stderr + second.stderr
+    assert (tmp_path / "first.csv").read_bytes() == (tmp_path / "second.csv").read_bytes()
+    assert first.stdout.replace("first.csv", "") == second.stdout.replace("second.csv", "")
+    # After the import, Canvas's next export holds the grades: exporting again changes nothing and gives the same file.
+    again = export(graded, "--lms", "canvas", "--gradebook", tmp_path / "first.csv", "--map", "01_similarity=1201",
+                   "--out", tmp_path / "third.csv")
+    assert again.returncode == 0, again.stderr
+    assert "cells changed: 0" in again.stdout
+    assert (tmp_path / "third.csv").read_bytes() == (tmp_path / "first.csv").read_bytes()
+
+
+def test_canvas_semicolons_decimal_commas_and_crlf_are_kept(tmp_path: Path) -> None:
+    text = BOM + ("Student;ID;SIS Login ID;Section;Similarity (1201);Current Score\n"
+                  "Points Possible;;;;20,00;(read only)\n"
+                  "Lovelace, Ada;1001;ada.lovelace;Section 01;12,00;60,00\n"
+                  "Curie, Marie;1003;marie.curie;Section 01;EX;\n"
+                  "Noether, Emmy;1005;emmy.noether;Section 02;18;90,00\n")
+    graded, gradebook = _graded(tmp_path), _write(tmp_path / "export.csv", text, newline="\r\n")
+    done = export(graded, "--lms", "canvas", "--gradebook", gradebook, "--map", "01_similarity=1201",
+                  "--out", tmp_path / "import.csv")
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "import.csv").read_bytes() == (
+        BOM + "Student;ID;SIS Login ID;Section;Similarity (1201)\r\nPoints Possible;;;;20,00\r\n"
+        "Lovelace, Ada;1001;ada.lovelace;Section 01;16,00\r\nCurie, Marie;1003;marie.curie;Section 01;EX\r\n"
+        "Noether, Emmy;1005;emmy.noether;Section 02;18\r\n").encode("utf-8")
+
+
+def test_two_assignments_into_their_own_columns(tmp_path: Path) -> None:
+    graded = tmp_path / "graded"
+    graded.mkdir()
+    _write(graded / "grades.csv", "student_id,assignment,score,max_score,reason,lms_user_id,late\n"
+                                  "ada,01_similarity,10,10,,1001,0\nada,02_scaled_attention,3,12,,1001,0\n")
+    gradebook = _write(tmp_path / "export.csv", CANVAS)
+    done = export(graded, "--lms", "canvas", "--gradebook", gradebook, "--map", "02_scaled_attention=1202",
+                  "--map", "01_similarity=1201", "--out", tmp_path / "import.csv")
+    assert done.returncode == 0, done.stderr
+    table = read_table(tmp_path / "import.csv", ",", "Section")
+    assert table.header[5:] == ["Similarity (1201)", "Scaled attention (1202)"], "the export's column order"
+    assert table.rows[1][5:] == ["20.00", "3.75"]
+    same = export(graded, "--lms", "canvas", "--gradebook", gradebook, "--map", "02_scaled_attention=1202",
+                  "--map", "01_similarity=Scaled attention (1202)", "--out", tmp_path / "other.csv")
+    assert same.returncode == 2 and "gives the column 'Scaled attention (1202)' to both" in same.stderr, same.stderr
+
+
+def test_canvas_students_graded_from_a_folder_match_by_sis_login_id(tmp_path: Path) -> None:
+    graded = tmp_path / "graded"
+    graded.mkdir()
+    _write(graded / "grades.csv", "student_id,assignment,score,max_score,reason\n"  # written before lms_user_id existed
+                                  "ada.lovelace,01_similarity,7.5,10,\nGrace.Hopper,01_similarity,2,10,\n"
+                                  "emmy.noether,01_similarity,0,10,not graded: the kernel died\n")
+    done = export(graded, "--lms", "canvas", "--gradebook", _write(tmp_path / "export.csv", CANVAS),
+                  "--map", "01_similarity=1201", "--out", tmp_path / "import.csv")
+    assert done.returncode == 0, done.stderr
+    cells = {row[0]: row[5] for row in read_table(tmp_path / "import.csv", ",", "Section").rows}
+    assert cells["Lovelace, Ada"] == "15.00" and cells["Hopper, Grace"] == "4.00", "login ids compare without case"
+    assert cells["Noether, Emmy"] == "18", "a submission that could not be graded never overwrites the LMS's grade"
+    assert "not graded in DIR, cell kept: Noether, Emmy (1005) in Similarity (1201) (not graded: the kernel died)" \
+        in done.stdout
+
+
+def test_late_penalty(tmp_path: Path) -> None:
+    graded, gradebook = _graded(tmp_path), _write(tmp_path / "export.csv", CANVAS)
+    done = export(graded, "--lms", "canvas", "--gradebook", gradebook, "--map", "01_similarity=1201",
+                  "--late-penalty", "0.15", "--out", tmp_path / "import.csv")
+    assert done.returncode == 0, done.stderr
+    cells = {row[0]: row[5] for row in read_table(tmp_path / "import.csv", ",", "Section").rows}
+    assert cells["Hopper, Grace"] == "17.00" and cells["Lovelace, Ada"] == "16.00", "only the late one loses 15%"
+    assert "late (15% taken off here): Hopper, Grace (1002) in Similarity (1201)" in done.stdout
+
+
+CANVAS_REFUSALS = {
+    "a column id not in the export": (("--map", "01_similarity=9999"), CANVAS,
+                                      "--map 01_similarity=9999: no column 9999 in"),
+    "an assignment DIR never graded": (("--map", "02_scaled_attention=1202"), CANVAS,
+                                       "has no graded submission of 02_scaled_attention (graded there: 01_similarity)"),
+    "a read-only column": (("--map", "01_similarity=Final Score"), CANVAS, "'Final Score' is read-only"),
+    "no Points Possible row": (("--map", "01_similarity=1201"),
+                               CANVAS.replace("    Points Possible", "    Something else"), "no Points Possible row"),
+    "no Section column": (("--map", "01_similarity=1201"), CANVAS.replace("Section,", "Group,"),
+                          "first line has no 'Section' column"),
+    "not Canvas identity columns": (("--map", "01_similarity=1201"), CANVAS.replace("SIS User ID", "Phone"),
+                                    "between ID and Section Canvas expects only"),
+    "a row longer than the header": (("--map", "01_similarity=1201"), CANVAS + "x,1,2,3,4,5,6,7,8,9,10,11,12,13,14\n",
+                                     "record 9 has 15 fields, more than the header's 14"),
+    "a malformed --map": (("--map", "01_similarity"), CANVAS, "expected --map ASSIGNMENT=VALUE"),
+    "an assignment mapped twice": (("--map", "01_similarity=1201", "--map", "01_similarity=1202"), CANVAS,
+                                   "--map names 01_similarity twice"),
+    "a penalty that is not a fraction": (("--map", "01_similarity=1201", "--late-penalty", "10"), CANVAS,
+                                         "--late-penalty 10: a fraction"),
+    "a Moodle option": (("--map", "01_similarity=1201", "--match", "email"), CANVAS, "are for --lms moodle"),
+}
+
+
+@pytest.mark.parametrize("case", CANVAS_REFUSALS, ids=list(CANVAS_REFUSALS))
+def test_canvas_refusals_write_nothing(tmp_path: Path, case: str) -> None:
+    args, text, message = CANVAS_REFUSALS[case]
+    graded, gradebook = _graded(tmp_path), _write(tmp_path / "export.csv", text)
+    (tmp_path / "import.csv").write_text("an earlier import")
+    done = export(graded, "--lms", "canvas", "--gradebook", gradebook, *args, "--out", tmp_path / "import.csv")
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stdout == "" and done.stderr.count("\n") == 1 and done.stderr.startswith("error: "), done.stderr
+    assert message in done.stderr, done.stderr
+    assert (tmp_path / "import.csv").read_text() == "an earlier import", "a refused export writes nothing"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["export.csv", "graded", "import.csv", "staging",
+                                                          "submissions.zip"]
+
+
+@pytest.mark.parametrize("problem", ["no grades.csv", "not UTF-8", "--out is the export", "no such export"])
+def test_refusals_of_the_inputs(tmp_path: Path, problem: str) -> None:
+    graded, gradebook = _graded(tmp_path), _write(tmp_path / "export.csv", CANVAS)
+    out = tmp_path / "import.csv"
+    if problem == "no grades.csv":
+        graded = tmp_path
+    elif problem == "not UTF-8":
+        gradebook.write_bytes(CANVAS.encode("utf-16"))
+    elif problem == "--out is the export":
+        out = gradebook
+    else:
+        gradebook = tmp_path / "missing.csv"
+    before = (tmp_path / "export.csv").read_bytes()
+    done = export(graded, "--lms", "canvas", "--gradebook", gradebook, "--map", "01_similarity=1201", "--out", out)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert {"no grades.csv": "holds no grades.csv: grade first", "not UTF-8": "is not UTF-8 text",
+            "--out is the export": "is the export itself", "no such export": "cannot read the gradebook export"
+            }[problem] in done.stderr
+    assert not (tmp_path / "import.csv").exists() and (tmp_path / "export.csv").read_bytes() == before
+
+
+# ---------------------------------------------------------------- Moodle
+
+
+def _moodle_dir(tmp_path: Path) -> Path:
+    graded = tmp_path / "graded"
+    graded.mkdir()
+    _write(graded / "grades.csv", "student_id,assignment,score,max_score,reason,lms_user_id,late\n"
+                                  "ada.lovelace@uni.example,01_similarity,8,10,,,0\n"
+                                  "grace.hopper@uni.example,01_similarity,9.5,10,,,0\n"
+                                  "alan.turing@uni.example,01_similarity,0,10,not graded: no submission,,0\n"
+                                  "will.riker@uni.example,01_similarity,3,10,,,0\n")
+    return graded
+
+
+def test_moodle_import_file(tmp_path: Path) -> None:
+    graded, gradebook = _moodle_dir(tmp_path), _write(tmp_path / "grades_export.csv", MOODLE)
+    args = (graded, "--lms", "moodle", "--gradebook", gradebook, "--match", "email",
+            "--map", "01_similarity=Assignment: Similarity (Real)")
+    done = export(*args, "--out", tmp_path / "import.csv")
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "import.csv").read_text() == "\n".join([
+        '"First name","Last name","ID number",Institution,Department,"Email address","Assignment: Similarity (Real)",'
+        '"Last downloaded from this course"',
+        "Ada,Lovelace,S1001,Analytical,Maths,Ada.Lovelace@uni.example,8.00,1764590000",
+        'Grace,Hopper,S1002,"US Navy",CS,grace.hopper@uni.example,9.50,1764590000',
+        "Alan,Turing,S1004,Bletchley,Maths,alan.turing@uni.example,7.00,1764590000"]) + "\n", (
+        "user fields and the export timestamp kept; only the mapped item; emails match without case; "
+        "no submission keeps Moodle's grade")
+    assert "Ada Lovelace (Ada.Lovelace@uni.example)  Assignment: Similarity (Real): 6.00 -> 8.00" in done.stdout
+    assert "Grace Hopper (grace.hopper@uni.example)  Assignment: Similarity (Real): - -> 9.50" in done.stdout
+    assert "graded but not in the export: 1\n  will.riker@uni.example: 01_similarity" in done.stdout
+    again = export(*args, "--out", tmp_path / "again.csv")
+    assert (tmp_path / "again.csv").read_bytes() == (tmp_path / "import.csv").read_bytes()
+
+
+def test_moodle_by_id_number_with_the_items_maximum_and_semicolons(tmp_path: Path) -> None:
+    graded = tmp_path / "graded"
+    graded.mkdir()
+    _write(graded / "grades.csv", "student_id,assignment,score,max_score,reason,lms_user_id,late\n"
+                                  "S1001,01_similarity,8,10,,,0\nS1004,01_similarity,3.333,10,,,1\n")
+    gradebook = _write(tmp_path / "export.csv", MOODLE.replace(",", ";").replace("6.00", "6,00"))
+    done = export(graded, "--lms", "moodle", "--gradebook", gradebook, "--match", "idnumber",
+                  "--map", "01_similarity=Assignment: Similarity (Real)", "--max-grade", "01_similarity=100",
+                  "--late-penalty", "0.5", "--out", tmp_path / "import.csv")
+    assert done.returncode == 0, done.stderr
+    rows = (tmp_path / "import.csv").read_text().splitlines()
+    assert rows[1].split(";")[6] == "80,00", "scaled to the item's maximum of 100, with Moodle's decimal comma"
+    assert rows[3].split(";")[6] == "16,67", "a late submission loses half"
+    assert rows[2].split(";")[6] == "-", "no grade stays no grade"
+
+
+MOODLE_REFUSALS = {
+    "a Percentage column": ("Assignment: Similarity (Percentage)", "email", MOODLE,
+                            "a Percentage column cannot be imported as points"),
+    "the course total": ("Course total (Real)", "email", MOODLE, "is computed by Moodle"),
+    "a column not in the export": ("Assignment: Similar (Real)", "email", MOODLE, "no such column"),
+    "a user field": ("Email address", "email", MOODLE, "is a user field, not a grade item column"),
+    "no ID number column": ("Assignment: Similarity (Real)", "idnumber", MOODLE.replace('"ID number"', '"Phone"'),
+                            "first line has no 'ID number' column"),
+}
+
+
+@pytest.mark.parametrize("case", MOODLE_REFUSALS, ids=list(MOODLE_REFUSALS))
+def test_moodle_refusals(tmp_path: Path, case: str) -> None:
+    mapped, match, text, message = MOODLE_REFUSALS[case]
+    done = export(_moodle_dir(tmp_path), "--lms", "moodle", "--gradebook", _write(tmp_path / "export.csv", text),
+                  "--match", match, "--map", f"01_similarity={mapped}", "--out", tmp_path / "import.csv")
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert message in done.stderr, done.stderr
+    assert not (tmp_path / "import.csv").exists()
+
+
+def test_moodle_duplicate_users_are_refused(tmp_path: Path) -> None:
+    text = MOODLE + "Ada,Byron,S1009,,,ada.lovelace@uni.example,-,-,-,-,1764590000\n"
+    done = export(_moodle_dir(tmp_path), "--lms", "moodle", "--gradebook", _write(tmp_path / "export.csv", text),
+                  "--map", "01_similarity=Assignment: Similarity (Real)", "--out", tmp_path / "import.csv")
+    assert done.returncode == 2 and "is on two rows" in done.stderr, done.stderr
+
+
+def test_an_all_quoted_export_stays_all_quoted(tmp_path: Path) -> None:
+    quoted = "\n".join(",".join(f'"{cell}"' for cell in line.split(",")) for line in [
+        "First name,Last name,Email address,Assignment: Similarity (Real)", "Ada,Lovelace,ada.lovelace@uni.example,-"])
+    done = export(_moodle_dir(tmp_path), "--lms", "moodle", "--gradebook", _write(tmp_path / "e.csv", quoted + "\n"),
+                  "--map", "01_similarity=Assignment: Similarity (Real)", "--out", tmp_path / "import.csv")
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "import.csv").read_text() == quoted.replace('"-"', '"8.00"') + "\n"
+
+
+def test_a_title_with_commas_does_not_fool_the_delimiter_guess(tmp_path: Path) -> None:
+    text = ("Student;ID;SIS Login ID;Section;Essay, draft, v2, late (1301);Essay, final, v2, late (1302)\n"
+            "Points Possible;;;;10;10\nLovelace, Ada;1001;ada.lovelace;Section 01;;\n")
+    table = read_table(_write(tmp_path / "export.csv", text), ",;", "Section")
+    assert table.delimiter == ";" and table.header[4] == "Essay, draft, v2, late (1301)"
