@@ -105,7 +105,8 @@ def test_reordered_renamed_copies_of_every_reference_solution_are_found() -> Non
 
 
 def test_reordered_functions_in_one_cell_are_found() -> None:
-    helpers = ["def scale(v, s):\n    out = []\n    for item in v:\n        out.append(item * s + 0.5)\n    return out\n",
+    helpers = ["def scale(v, s):\n    out = []\n    for item in v:\n        out.append(item * s + 0.5)\n"
+               "    return out\n",
                "def clip(v, lo, hi):\n    return [min(max(item, lo), hi) for item in v if item is not None]\n",
                "def total(v):\n    acc = 0.0\n    for item in v:\n        acc = acc + abs(item) ** 2\n    return acc\n"]
     codes = {"ada": "\n".join(helpers), "bob": rename("\n".join(reversed(helpers)), "b")}
@@ -164,7 +165,8 @@ def test_similarity_reaches_the_instructor_never_the_feedback(tmp_path: Path, mo
     class Pool:  # every submission "graded" at once, with a feedback page of its own
         def run(self, jobs: list[dict], timeout: float, done) -> None:
             for index, job in enumerate(jobs):
-                done(index, {"status": "graded", "reason": "", "feedback": {f"{CH1.notebook}.html": "<p>your grade</p>"},
+                done(index, {"status": "graded", "reason": "",
+                             "feedback": {f"{CH1.notebook}.html": "<p>your grade</p>"},
                              "cells": [{"notebook": CH1.notebook, "grade_id": "test_dot", "points": 1.0,
                                         "passed": True, "message": ""}]})
 
