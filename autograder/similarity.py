@@ -11,7 +11,7 @@ boilerplate: a blank notebook has no fingerprint left and matches nobody.
 
 A pair's similarity is copydetect's share of one submission's fingerprinted code that is found in the
 other, the larger of the two shares (so a student who copied one function and wrote nothing else is
-found), in [0, 1]. Pairs at or above the threshold are listed.
+found), in [0, 1]. Pairs at or above the threshold that share at least MIN_SHARED fingerprints are listed.
 """
 
 from __future__ import annotations
