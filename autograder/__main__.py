@@ -9,6 +9,7 @@ from pathlib import Path
 
 from autograder import export
 from autograder.release import release
+from autograder.similarity import DEFAULT_THRESHOLD
 from course import ROOT
 
 
@@ -35,7 +36,18 @@ def _grade_parser(commands) -> None:
     grade.add_argument("--no-isolate", action="store_true",
                        help="run kernels without the bubblewrap sandbox, as this user (resource limits still apply; "
                             "a warning says so)")
+    grade.add_argument("--similarity-threshold", type=_fraction, default=DEFAULT_THRESHOLD, metavar="S",
+                       help="list pairs of students whose solution code is at least this similar (0 to 1) in "
+                            f"similarity.csv and the report, for the instructor only (default {DEFAULT_THRESHOLD})")
+    grade.add_argument("--no-similarity", action="store_true", help="no similarity report (no similarity.csv)")
     grade.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def _fraction(text: str) -> float:
+    value = float(text)
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"a similarity is between 0 and 1, got {text}")
+    return value
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -62,7 +74,8 @@ def main(argv: list[str] | None = None) -> int:
     return grade(Options(submissions=args.submissions, out=args.out.resolve(), jobs=max(1, jobs), db_url=args.db,
                          source=args.source.resolve(), cell_timeout=args.cell_timeout,
                          submission_timeout=args.timeout, memory_bytes=int(args.memory * 2**30),
-                         isolate=not args.no_isolate, progress=not args.quiet, scheduler=args.scheduler))
+                         isolate=not args.no_isolate, progress=not args.quiet, scheduler=args.scheduler,
+                         similarity_threshold=None if args.no_similarity else args.similarity_threshold))
 
 
 if __name__ == "__main__":

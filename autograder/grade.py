@@ -9,7 +9,8 @@
 3. ``--jobs`` worker processes (`autograder.pool`) grade the others, each job with
    `autograder.worker.grade_submission` in a kernel of its own sandbox.
 4. This process writes each result's feedback, merges every result into the class gradebook
-   (``--db``, any SQLAlchemy URL), then writes ``grades.csv`` and ``report.html``.
+   (``--db``, any SQLAlchemy URL), then writes ``grades.csv``, ``similarity.csv`` (`autograder.similarity`,
+   for the instructor only) and ``report.html``.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from autograder.records import Options, Task, Template
 from autograder.release import nbgrader_environment
 from autograder.results import Progress, load_state, make_tasks, save_state, write_grades
 from autograder.sandbox import SandboxUnavailable, bwrap_path, check
+from autograder.similarity import class_similarity, write_similarity
 from autograder.submissions import find
 
 NO_ISOLATE_WARNING = ("warning: --no-isolate: kernels run as this user without a sandbox, with resource limits "
@@ -155,7 +157,9 @@ def _grade_tasks(options: Options, tasks: list[Task], templates: dict[str, Templ
                      else f"not graded: {result['reason']}", "result": result,
                      "lms_user_id": task.lms_user_id, "late": task.late})
     write_grades(out / "grades.csv", rows)
-    write_report(out / "report.html", rows, templates)
+    similarity = class_similarity(tasks, templates, options.similarity_threshold)
+    write_similarity(out / "similarity.csv", similarity)
+    write_report(out / "report.html", rows, templates, similarity)
     graded = sum(r["result"]["status"] == "graded" for r in rows)
     print(f"graded {graded} of {len(rows)} submissions ({len(to_grade)} run now, {reused} kept from an earlier "
           f"run); wrote {out / 'grades.csv'}, {out / 'feedback'}, {out / 'report.html'}", file=sys.stderr)

@@ -49,6 +49,7 @@ class Options:
     isolate: bool = True
     progress: bool = True
     scheduler: str = ""  # a Dask scheduler's address: grade there (`autograder.cluster`) instead of locally
+    similarity_threshold: float | None = None  # list pairs this similar (`autograder.similarity`); None: off
 
     @property
     def limits(self) -> Limits:

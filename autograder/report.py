@@ -2,8 +2,8 @@
 from the Jinja2 template `autograder/templates/report.html` with autoescaping.
 
 It shows the score distribution of each assignment, the pass rate of each test, the failure
-messages that came back most often (which misconception hit the class) and who could not be graded
-and why.
+messages that came back most often (which misconception hit the class), who could not be graded
+and why, and which students' code is similar (`autograder.similarity`), side by side.
 """
 
 from __future__ import annotations
@@ -15,6 +15,9 @@ from collections import Counter
 from datetime import datetime, timezone
 from pathlib import Path
 
+from autograder.similarity import Similarity
+
+SHOWN_PAIRS = 50  # pairs shown side by side in the report; similarity.csv lists them all
 MISTAKE = re.compile(r"This is what you get with this mistake: (.+?)\.?$", re.MULTILINE)
 ADDRESS = re.compile(r"0x[0-9a-fA-F]{6,}")
 
@@ -108,9 +111,10 @@ def failures(rows: list[dict], top: int = 20) -> list[tuple[tuple[str, str, str]
     return counts.most_common(top)
 
 
-def render_report(rows: list[dict], templates: dict) -> str:
+def render_report(rows: list[dict], templates: dict, similarity: Similarity | None = None) -> str:
     """The class report's HTML for ``rows`` (one per student and assignment, as `autograder.grade` builds
-    them); every text from a submission is escaped by the template."""
+    them) and the ``similarity`` report (no section when None); every text from a submission is escaped by
+    the template."""
     from jinja2 import Environment, PackageLoader, select_autoescape
 
     assignments = [a for a in sorted({r["assignment"] for r in rows}) if a in templates]
@@ -120,9 +124,10 @@ def render_report(rows: list[dict], templates: dict) -> str:
         failed=[r for r in rows if r["result"]["status"] != "graded"],
         generated=f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M}",
         distribution=_distribution(rows, assignments, templates) if assignments else "",
-        assignments=_assignment_rows(rows, assignments, templates), failures=failures(rows))
+        assignments=_assignment_rows(rows, assignments, templates), failures=failures(rows),
+        similarity=similarity, shown_pairs=SHOWN_PAIRS)
 
 
-def write_report(path: Path, rows: list[dict], templates: dict) -> None:
+def write_report(path: Path, rows: list[dict], templates: dict, similarity: Similarity | None = None) -> None:
     """Write the class report (`render_report`) to ``path``."""
-    path.write_text(render_report(rows, templates))
+    path.write_text(render_report(rows, templates, similarity))

@@ -1,5 +1,6 @@
 """Tasks and their results: one task per student and assignment, each keyed by a hash of what it grades;
-stored results (``DIR/.state``) that make re-running idempotent; the progress line; ``grades.csv``."""
+stored results (``DIR/.state``) that make re-running idempotent; the progress line; the CSV writer of
+``grades.csv`` and ``similarity.csv``."""
 
 from __future__ import annotations
 
@@ -120,12 +121,17 @@ def save_state(out: Path, task: Task, result: dict) -> None:
     scratch.replace(path)
 
 
+def write_csv(path: Path, header: list[str], rows: list[list[str]]) -> None:
+    """A CSV file for the instructor: the header, then the rows (grades.csv, similarity.csv)."""
+    with open(path, "w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(header)
+        writer.writerows(rows)
+
+
 def write_grades(path: Path, rows: list[dict]) -> None:
     """grades.csv: student_id, assignment, score, max_score, reason (empty when graded normally), lms_user_id
     (the Canvas user id of a Canvas zip, else empty) and late (1 when Canvas marked the submission late, else 0)."""
-    with open(path, "w", newline="") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(["student_id", "assignment", "score", "max_score", "reason", "lms_user_id", "late"])
-        for row in rows:
-            writer.writerow([row["student_id"], row["assignment"], f"{row['score']:g}", f"{row['max_score']:g}",
-                             row["reason"], row["lms_user_id"], "1" if row["late"] else "0"])
+    write_csv(path, ["student_id", "assignment", "score", "max_score", "reason", "lms_user_id", "late"],
+              [[row["student_id"], row["assignment"], f"{row['score']:g}", f"{row['max_score']:g}", row["reason"],
+                row["lms_user_id"], "1" if row["late"] else "0"] for row in rows])

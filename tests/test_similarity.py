@@ -1,0 +1,217 @@
+"""Fast unit tests of the similarity report (`autograder.similarity`): notebooks built here, nothing executed."""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from autograder.__main__ import main
+from autograder.records import Options, Task, Template
+from autograder.report import render_report
+from autograder.similarity import (DEFAULT_THRESHOLD, Similarity, assignment_pairs, class_similarity, similar_pairs,
+                                   write_similarity)
+from benchmarks.similarity import copies, independent_right_answers, rename
+from course.chapters import chapter
+from course.notebooks import solution_sources, student_notebook
+
+CH1 = chapter("01_similarity")
+STARTER = solution_sources(CH1.exercise)
+
+# One student's own chapter 1 answers, and a copy with every variable renamed, comments reworded, blank
+# lines and spacing changed, and the two checks of cosine_similarity swapped around.
+ORIGINAL = {
+    "cosine_similarity": '''def cosine_similarity(a: np.ndarray, b: np.ndarray) -> float:
+    """Cosine of the angle between two 1-D vectors of shape (d,); ValueError if either is zero."""
+    # the two lengths
+    length_a = np.sqrt(np.sum(a * a))
+    length_b = np.sqrt(np.sum(b * b))
+    if length_a == 0 or length_b == 0:
+        raise ValueError("cannot take the cosine with a zero vector")
+    return float(np.sum(a * b) / (length_a * length_b))
+''',
+    "softmax": '''def softmax(x: np.ndarray, axis: int = -1) -> np.ndarray:
+    """Numerically stable softmax along `axis`; -inf gets weight 0, an all -inf slice gives zeros."""
+    biggest = np.max(x, axis=axis, keepdims=True)
+    biggest = np.where(np.isfinite(biggest), biggest, 0.0)
+    exps = np.exp(x - biggest)  # shift first so exp cannot overflow
+    sums = np.sum(exps, axis=axis, keepdims=True)
+    return np.where(sums > 0, exps / np.where(sums > 0, sums, 1.0), 0.0)
+''',
+}
+RENAMED = {
+    "cosine_similarity": '''def cosine_similarity(a: np.ndarray, b: np.ndarray) -> float:
+    """Cosine of the angle between two 1-D vectors of shape (d,); ValueError if either is zero."""
+    na = np.sqrt(np.sum(a*a))   # norm of a
+    nb = np.sqrt(np.sum(b*b))
+
+
+    if na == 0 or nb == 0:
+        raise ValueError("zero vectors have no angle")
+    return float(np.sum(a*b) / (na*nb))
+''',
+    "softmax": '''def softmax(x: np.ndarray, axis: int = -1) -> np.ndarray:
+    """Numerically stable softmax along `axis`; -inf gets weight 0, an all -inf slice gives zeros."""
+    top = np.max(x, axis = axis, keepdims = True)
+    top = np.where(np.isfinite(top), top, 0.0)
+
+    e = np.exp(x - top)
+    # normalise
+    total = np.sum(e, axis = axis, keepdims = True)
+    return np.where(total > 0, e / np.where(total > 0, total, 1.0), 0.0)
+''',
+}
+
+
+def _submit(folder: Path, student: str, answers: dict[str, str] | str) -> dict[str, str]:
+    """Write a student's chapter 1 notebook (the released one with ``answers``, or raw text); {notebook: path}."""
+    path = folder / student / f"{CH1.notebook}.ipynb"
+    path.parent.mkdir(parents=True)
+    path.write_text(answers if isinstance(answers, str) else json.dumps(student_notebook(CH1.exercise, answers)))
+    return {CH1.notebook: str(path)}
+
+
+def _ran_starter(folder: Path, student: str) -> dict[str, str]:
+    """A notebook that only ran the released code: every solution cell raised NotImplementedError."""
+    notebook = nbformat.read(CH1.exercise, as_version=4)
+    for cell in notebook.cells:
+        if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("solution"):
+            cell.outputs = [nbformat.v4.new_output("error", ename="NotImplementedError", evalue="", traceback=[])]
+            cell.execution_count = 1
+    path = folder / student / f"{CH1.notebook}.ipynb"
+    path.parent.mkdir(parents=True)
+    nbformat.write(notebook, path)
+    return {CH1.notebook: str(path)}
+
+
+def test_a_copy_with_renamed_variables_is_found_and_its_shared_code_marked(tmp_path: Path) -> None:
+    students = {"ada": _submit(tmp_path, "ada", ORIGINAL), "bob": _submit(tmp_path, "bob", RENAMED)}
+    compared, pairs = assignment_pairs(CH1.slug, students, CH1.exercise.parent, DEFAULT_THRESHOLD)
+    assert compared == 2
+    (pair,) = pairs
+    assert (pair.student_a, pair.student_b) == ("ada", "bob") and pair.similarity >= 0.9, pair.row
+    marked = "".join(s.text for s in pair.segments_b if s.shared)
+    assert "total = np.sum(e, axis = axis" in marked and "na = np.sqrt" in marked
+    assert "".join(s.text for s in pair.segments_a) == pair.code_a, "the segments cut the code, losing nothing"
+
+
+def test_reordered_renamed_copies_of_every_reference_solution_are_found() -> None:
+    scores = copies()
+    assert len(scores) == 8 and min(scores.values()) >= DEFAULT_THRESHOLD + 0.1, scores
+
+
+def test_reordered_functions_in_one_cell_are_found() -> None:
+    helpers = ["def scale(v, s):\n    out = []\n    for item in v:\n        out.append(item * s + 0.5)\n"
+               "    return out\n",
+               "def clip(v, lo, hi):\n    return [min(max(item, lo), hi) for item in v if item is not None]\n",
+               "def total(v):\n    acc = 0.0\n    for item in v:\n        acc = acc + abs(item) ** 2\n    return acc\n"]
+    codes = {"ada": "\n".join(helpers), "bob": rename("\n".join(reversed(helpers)), "b")}
+    (pair,) = similar_pairs(CH1.slug, codes, "\n\n".join(STARTER.values()), DEFAULT_THRESHOLD)
+    assert pair.similarity >= 0.9, pair.row
+
+
+def test_blank_and_starter_only_notebooks_are_never_flagged(tmp_path: Path) -> None:
+    students = {"blank1": _submit(tmp_path, "blank1", {}), "blank2": _submit(tmp_path, "blank2", {}),
+                "ran1": _ran_starter(tmp_path, "ran1"), "ran2": _ran_starter(tmp_path, "ran2"),
+                "broken": _submit(tmp_path, "broken", '{"cells": [{"cell_type": "code", "metadata": 3'),
+                "missing": {CH1.notebook: None}, "ada": _submit(tmp_path, "ada", ORIGINAL)}
+    compared, pairs = assignment_pairs(CH1.slug, students, CH1.exercise.parent, 0.0)
+    assert compared == len(students) and pairs == [], [p.row for p in pairs]
+
+
+def test_one_identical_short_line_is_no_evidence(tmp_path: Path) -> None:
+    dot = STARTER["dot"].replace("raise NotImplementedError()", "return float(a @ b)")
+    students = {s: _submit(tmp_path, s, {"dot": dot}) for s in ("ada", "bob")}
+    students["cy"] = _submit(tmp_path, "cy", {"dot": dot, "softmax": ORIGINAL["softmax"]})
+    students["dee"] = _submit(tmp_path, "dee", {"softmax": RENAMED["softmax"]})
+    _, pairs = assignment_pairs(CH1.slug, students, CH1.exercise.parent, DEFAULT_THRESHOLD)
+    assert [(p.student_a, p.student_b) for p in pairs] == [("cy", "dee")], [p.row for p in pairs]
+
+
+def test_starter_code_is_what_makes_blank_notebooks_differ_from_copies() -> None:
+    """Without the starter left out, two blank notebooks would be identical: the exclusion is what saves them."""
+    blank = "\n\n".join(STARTER.values())
+    assert similar_pairs(CH1.slug, {"a": blank, "b": blank}, blank, 0.0) == []
+    assert similar_pairs(CH1.slug, {"a": blank, "b": blank}, "", 0.0)[0].similarity == 1.0
+
+
+def test_independent_right_answers_score_low_and_set_the_default_threshold() -> None:
+    scores = sorted(s for s, _ in independent_right_answers())
+    above = [s for s in scores if s >= DEFAULT_THRESHOLD]
+    assert len(scores) >= 50
+    assert scores[len(scores) // 2] < 0.3, "the median independent pair should share little"
+    assert len(above) <= 0.05 * len(scores), f"{len(above)} of {len(scores)} independent pairs would be listed"
+
+
+def _template(folder: Path) -> Template:
+    released = folder / "release" / CH1.slug
+    released.mkdir(parents=True)
+    shutil.copy(CH1.exercise, released)
+    return Template(CH1.slug, "key", folder, (CH1.notebook,), ((CH1.notebook, "test_dot", 1.0),), False)
+
+
+def test_similarity_reaches_the_instructor_never_the_feedback(tmp_path: Path, monkeypatch) -> None:
+    from autograder import gradebook, grade
+
+    class Gradebook:  # nbgrader's gradebook is not what this test is about
+        def __init__(self, *args) -> None: ...
+        def record(self, *args) -> None: ...
+        def close(self) -> None: ...
+
+    class Pool:  # every submission "graded" at once, with a feedback page of its own
+        def run(self, jobs: list[dict], timeout: float, done) -> None:
+            for index, job in enumerate(jobs):
+                done(index, {"status": "graded", "reason": "",
+                             "feedback": {f"{CH1.notebook}.html": "<p>your grade</p>"},
+                             "cells": [{"notebook": CH1.notebook, "grade_id": "test_dot", "points": 1.0,
+                                        "passed": True, "message": ""}]})
+
+    monkeypatch.setattr(gradebook, "ClassGradebook", Gradebook)
+    templates = {CH1.slug: _template(tmp_path / "template")}
+    tasks = [Task(s, CH1.slug, _submit(tmp_path / "in", s, a)) for s, a in (("ada", ORIGINAL), ("bob", RENAMED))]
+    out = tmp_path / "out"
+    options = Options(tmp_path / "in", out, 1, progress=False, similarity_threshold=DEFAULT_THRESHOLD)
+    assert grade._grade_tasks(options, tasks, templates, Pool(), tmp_path) == 0
+    with open(out / "similarity.csv", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert [(r["assignment"], r["student_a"], r["student_b"]) for r in rows] == [(CH1.slug, "ada", "bob")]
+    assert 0.9 <= float(rows[0]["similarity"]) <= 1 and int(rows[0]["shared_fingerprints"]) >= 50
+    report = (out / "report.html").read_text()
+    assert "Similar code" in report and "not a verdict" in report and "<mark>" in report
+    pages = sorted(p.relative_to(out / "feedback").as_posix() for p in (out / "feedback").rglob("*") if p.is_file())
+    assert pages == [f"ada/{CH1.slug}/{CH1.notebook}.html", f"bob/{CH1.slug}/{CH1.notebook}.html"]
+    for page in pages:
+        text = (out / "feedback" / page).read_text()
+        assert text == "<p>your grade</p>", f"{page} holds more than the student's own feedback"
+
+    off = Options(tmp_path / "in", out, 1, progress=False, similarity_threshold=None)
+    assert grade._grade_tasks(off, tasks, templates, Pool(), tmp_path) == 0
+    assert not (out / "similarity.csv").exists() and "Similar code" not in (out / "report.html").read_text()
+
+
+def test_the_report_escapes_student_code(tmp_path: Path) -> None:
+    hostile = ORIGINAL["softmax"].replace("# shift first", "# </pre><script>alert('x')</script> shift first")
+    codes = {"ada": hostile, "<img src=x onerror=alert(1)>": hostile}
+    pairs = similar_pairs(CH1.slug, codes, "", DEFAULT_THRESHOLD)
+    page = render_report([], {}, Similarity(DEFAULT_THRESHOLD, {CH1.slug: 2}, tuple(pairs)))
+    assert len(pairs) == 1 and "<script>" not in page and "<img src=x" not in page
+    assert "&lt;/pre&gt;&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;" in page
+    assert "&lt;img src=x onerror=alert(1)&gt;" in page and page.count("<mark>") >= 2
+
+
+def test_an_empty_class_writes_the_header_only_and_turned_off_writes_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "similarity.csv"
+    write_similarity(path, class_similarity([], {}, DEFAULT_THRESHOLD))
+    assert path.read_text().splitlines() == ["assignment,student_a,student_b,similarity,shared_fingerprints"]
+    write_similarity(path, class_similarity([], {}, None))
+    assert not path.exists(), "a stale similarity.csv stays behind when the report is turned off"
+
+
+def test_the_threshold_option_takes_a_similarity_between_0_and_1(capsys) -> None:
+    with pytest.raises(SystemExit):
+        main(["grade", "submissions", "--out", "out", "--similarity-threshold", "1.5"])
+    assert "a similarity is between 0 and 1, got 1.5" in capsys.readouterr().err
