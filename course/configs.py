@@ -27,6 +27,8 @@ class ModelConfig:
     # kv_latent_dim numbers and one decoupled RoPE key of rope_dim numbers, both shared by every head.
     kv_latent_dim: int | None = None
     rope_dim: int | None = None
+    # The longest context the release was trained for, as published (None: not recorded here).
+    context_length: int | None = None
 
     @property
     def weight_bytes_fp16(self) -> int:
@@ -61,15 +63,17 @@ LLAMA2_70B = ModelConfig(
     source="Touvron et al. 2023, Llama 2, Table 1 and section 2.2 (GQA); config.json of meta-llama/Llama-2-70b-hf")
 LLAMA3_8B = ModelConfig(
     "Llama 3 8B", num_layers=32, d_model=4096, num_heads=32, num_kv_heads=8, head_dim=128, num_params=8.03e9,
-    source="Meta 2024, The Llama 3 Herd of Models, Table 3; config.json of meta-llama/Meta-Llama-3-8B")
+    context_length=8192,
+    source="Meta 2024, The Llama 3 Herd of Models, Table 3; config.json of meta-llama/Meta-Llama-3-8B "
+           "(max_position_embeddings: 8192)")
 # Mistral 7B v0.1, the model of the paper, attends over a 4096-token sliding window, so its cache stops
 # growing at 4096 positions per sequence. v0.2 and later dropped the window (config.json
 # "sliding_window": null, 32k context): same shapes, but a cache that grows with the whole context.
 MISTRAL_7B = ModelConfig(
     "Mistral 7B v0.1", num_layers=32, d_model=4096, num_heads=32, num_kv_heads=8, head_dim=128, num_params=7.24e9,
-    sliding_window=4096,
-    source="Jiang et al. 2023, Mistral 7B, Table 1 (window_size 4096); config.json of mistralai/Mistral-7B-v0.1 "
-           "(sliding_window: 4096)")
+    sliding_window=4096, context_length=8192,
+    source="Jiang et al. 2023, Mistral 7B, Table 1 (window_size 4096, context_len 8192); config.json of "
+           "mistralai/Mistral-7B-v0.1 (sliding_window: 4096)")
 FALCON_7B = ModelConfig(
     "Falcon 7B", num_layers=32, d_model=4544, num_heads=71, num_kv_heads=1, head_dim=64, num_params=7.22e9,
     source="config.json of tiiuae/falcon-7b (multi_query: true); Almazrouei et al. 2023, The Falcon Series")
@@ -78,17 +82,17 @@ FALCON_7B = ModelConfig(
 # context), one to one.
 GEMMA2_9B = ModelConfig(
     "Gemma 2 9B", num_layers=42, d_model=3584, num_heads=16, num_kv_heads=8, head_dim=256, num_params=9.24e9,
-    sliding_window=4096, global_every=2,
+    sliding_window=4096, global_every=2, context_length=8192,
     source="Gemma Team 2024, Gemma 2: Improving Open Language Models at a Practical Size (arXiv:2408.00118), "
            "Table 1 and section 2 (local sliding window 4096, global span 8192, alternating); config.json of "
            "google/gemma-2-9b (sliding_window: 4096)")
 # Gemma 3 keeps five local layers, with a window of only 1024 tokens, for every global layer.
 GEMMA3_12B = ModelConfig(
     "Gemma 3 12B", num_layers=48, d_model=3840, num_heads=16, num_kv_heads=8, head_dim=256, num_params=12.2e9,
-    sliding_window=1024, global_every=6,
+    sliding_window=1024, global_every=6, context_length=131072,
     source="Gemma Team 2025, Gemma 3 Technical Report (arXiv:2503.19786), section 2 (5 local layers per global "
-           "layer, local span 1024) and Table 1 (parameters, vision encoder included); config.json of "
-           "google/gemma-3-12b-pt (sliding_window: 1024, sliding_window_pattern: 6)")
+           "layer, local span 1024, 128K context) and Table 1 (parameters, vision encoder included); config.json "
+           "of google/gemma-3-12b-pt (sliding_window: 1024, sliding_window_pattern: 6)")
 # DeepSeek-V2's attention computes 128 heads of keys and values (num_kv_heads=128, as if MHA) but caches
 # only the latent and the decoupled RoPE key: 512 + 64 numbers per token and layer.
 DEEPSEEK_V2 = ModelConfig(
