@@ -20,6 +20,15 @@ class ModelConfig:
     # Sliding-window attention: each position sees only the last `sliding_window` positions, so a
     # sequence's KV cache never holds more than that many (a rolling buffer). None: the whole context.
     sliding_window: int | None = None
+    # Local and global layers (Gemma 2 and 3): one layer in every `global_every` attends over the whole
+    # context, the others over the sliding window. None with a window: every layer is local.
+    global_every: int | None = None
+    # Multi-head latent attention (DeepSeek-V2): per token and layer the cache holds one latent of
+    # kv_latent_dim numbers and one decoupled RoPE key of rope_dim numbers, both shared by every head.
+    kv_latent_dim: int | None = None
+    rope_dim: int | None = None
+    # The longest context the release was trained for, as published (None: not recorded here).
+    context_length: int | None = None
 
     @property
     def weight_bytes_fp16(self) -> int:
@@ -27,8 +36,20 @@ class ModelConfig:
         return int(self.num_params * 2)
 
     def cached_positions(self, seq_len: int) -> int:
-        """Positions one sequence of seq_len tokens keeps in its KV cache: all of them, or the window."""
+        """Positions one sequence of seq_len tokens keeps in the KV cache of a local layer: all, or the window."""
         return seq_len if self.sliding_window is None else min(seq_len, self.sliding_window)
+
+    @property
+    def num_global_layers(self) -> int:
+        """Layers that attend over the whole context: all without a window, one in `global_every` with one."""
+        if self.sliding_window is None:
+            return self.num_layers
+        return 0 if self.global_every is None else self.num_layers // self.global_every
+
+    def layer_positions(self, seq_len: int) -> int:
+        """Positions one sequence of seq_len tokens keeps, summed over every layer's cache."""
+        local = self.num_layers - self.num_global_layers
+        return self.num_global_layers * seq_len + local * self.cached_positions(seq_len)
 
 
 GPT3_175B = ModelConfig(
@@ -42,18 +63,44 @@ LLAMA2_70B = ModelConfig(
     source="Touvron et al. 2023, Llama 2, Table 1 and section 2.2 (GQA); config.json of meta-llama/Llama-2-70b-hf")
 LLAMA3_8B = ModelConfig(
     "Llama 3 8B", num_layers=32, d_model=4096, num_heads=32, num_kv_heads=8, head_dim=128, num_params=8.03e9,
-    source="Meta 2024, The Llama 3 Herd of Models, Table 3; config.json of meta-llama/Meta-Llama-3-8B")
+    context_length=8192,
+    source="Meta 2024, The Llama 3 Herd of Models, Table 3; config.json of meta-llama/Meta-Llama-3-8B "
+           "(max_position_embeddings: 8192)")
 # Mistral 7B v0.1, the model of the paper, attends over a 4096-token sliding window, so its cache stops
 # growing at 4096 positions per sequence. v0.2 and later dropped the window (config.json
 # "sliding_window": null, 32k context): same shapes, but a cache that grows with the whole context.
 MISTRAL_7B = ModelConfig(
     "Mistral 7B v0.1", num_layers=32, d_model=4096, num_heads=32, num_kv_heads=8, head_dim=128, num_params=7.24e9,
-    sliding_window=4096,
-    source="Jiang et al. 2023, Mistral 7B, Table 1 (window_size 4096); config.json of mistralai/Mistral-7B-v0.1 "
-           "(sliding_window: 4096)")
+    sliding_window=4096, context_length=8192,
+    source="Jiang et al. 2023, Mistral 7B, Table 1 (window_size 4096, context_len 8192); config.json of "
+           "mistralai/Mistral-7B-v0.1 (sliding_window: 4096)")
 FALCON_7B = ModelConfig(
     "Falcon 7B", num_layers=32, d_model=4544, num_heads=71, num_kv_heads=1, head_dim=64, num_params=7.22e9,
     source="config.json of tiiuae/falcon-7b (multi_query: true); Almazrouei et al. 2023, The Falcon Series")
+
+# Gemma 2 alternates local layers (a 4096-token sliding window) and global ones (the whole 8192-token
+# context), one to one.
+GEMMA2_9B = ModelConfig(
+    "Gemma 2 9B", num_layers=42, d_model=3584, num_heads=16, num_kv_heads=8, head_dim=256, num_params=9.24e9,
+    sliding_window=4096, global_every=2, context_length=8192,
+    source="Gemma Team 2024, Gemma 2: Improving Open Language Models at a Practical Size (arXiv:2408.00118), "
+           "Table 1 and section 2 (local sliding window 4096, global span 8192, alternating); config.json of "
+           "google/gemma-2-9b (sliding_window: 4096)")
+# Gemma 3 keeps five local layers, with a window of only 1024 tokens, for every global layer.
+GEMMA3_12B = ModelConfig(
+    "Gemma 3 12B", num_layers=48, d_model=3840, num_heads=16, num_kv_heads=8, head_dim=256, num_params=12.2e9,
+    sliding_window=1024, global_every=6, context_length=131072,
+    source="Gemma Team 2025, Gemma 3 Technical Report (arXiv:2503.19786), section 2 (5 local layers per global "
+           "layer, local span 1024, 128K context) and Table 1 (parameters, vision encoder included); config.json "
+           "of google/gemma-3-12b-pt (sliding_window: 1024, sliding_window_pattern: 6)")
+# DeepSeek-V2's attention computes 128 heads of keys and values (num_kv_heads=128, as if MHA) but caches
+# only the latent and the decoupled RoPE key: 512 + 64 numbers per token and layer.
+DEEPSEEK_V2 = ModelConfig(
+    "DeepSeek-V2", num_layers=60, d_model=5120, num_heads=128, num_kv_heads=128, head_dim=128, num_params=236e9,
+    kv_latent_dim=512, rope_dim=64,
+    source="DeepSeek-AI 2024, DeepSeek-V2: A Strong, Economical, and Efficient Mixture-of-Experts Language Model "
+           "(arXiv:2405.04434), section 2.1 and Table 1 (d_c = 512, d_h^R = 64, 128 heads of 128, 60 layers); "
+           "config.json of deepseek-ai/DeepSeek-V2 (kv_lora_rank: 512, qk_rope_head_dim: 64)")
 
 PUBLISHED = (LLAMA2_7B, LLAMA2_70B, LLAMA3_8B, MISTRAL_7B, FALCON_7B)
 
