@@ -1,8 +1,10 @@
 """What a student sees of a graded notebook, and the canary cell that catches tampering.
 
-`sanitize_for_feedback` removes hidden test code (sources and traceback lines) and shortens
-outputs; `cell_message` and `incidents` turn a graded notebook's outputs into the short reasons
-stored in `grades.csv` and the report; `add_canary` and `canary_problem` add and judge a last cell
+`sanitize_for_feedback` removes hidden test code (sources, traceback lines, what hidden test cells
+printed, and verbatim copies of their lines anywhere in the outputs), shortens outputs and sanitises
+what the student wrote (`autograder.safe_html`: shown as text or safe HTML, never run);
+`cell_message` and `incidents` turn a graded notebook's outputs into the short reasons stored in
+`grades.csv` and the report; `add_canary` and `canary_problem` add and judge a last cell
 that must fail in a known way unless the notebook replaced the checks or how IPython runs cells.
 """
 
@@ -14,8 +16,13 @@ from typing import Any
 
 import nbformat
 
+from autograder.safe_html import SafeOutputs
+
 HIDDEN = re.compile(r"### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS\n?", re.DOTALL)
 HIDDEN_PLACEHOLDER = "# (hidden tests: not shown)\n"
+HIDDEN_OUTPUT = "[what this hidden test cell printed or displayed: not shown]\n"
+REDACTED = "[hidden test code: not shown]"
+SECRET_MIN = 12  # shorter lines of a hidden test (`)`, `x = f(a)`) identify nothing and would redact plain output
 OUTPUT_LIMIT = 2000
 MESSAGE_LIMIT = 2000
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
@@ -75,14 +82,37 @@ def shorten(text: str, limit: int) -> str:
     return f"{text[:limit]}\n... [{len(text) - limit} more characters not shown]"
 
 
+def hidden_lines(cells: list[nbformat.NotebookNode]) -> list[str]:
+    """The lines of the hidden tests in ``cells`` that could give them away: stripped, at least `SECRET_MIN`
+    characters, not also in a visible part of any cell; longest first."""
+    hidden: set[str] = set()
+    visible: set[str] = set()
+    for cell in cells:
+        if cell.cell_type == "code":
+            hidden.update(line.strip() for block in HIDDEN.findall(cell.source) for line in block.splitlines())
+            visible.update(line.strip() for line in HIDDEN.sub("", cell.source).splitlines())
+    secret = [line for line in hidden - visible if len(line) >= SECRET_MIN and "HIDDEN TESTS" not in line]
+    return sorted(secret, key=len, reverse=True)
+
+
+def redact(text: str, secret: list[str]) -> str:
+    """``text`` with each verbatim copy of a line of ``secret`` replaced by `REDACTED` (an encoded copy stays)."""
+    for line in secret:
+        text = text.replace(line, REDACTED)
+    return text
+
+
 def cell_message(cell: nbformat.NotebookNode) -> str:
-    """Why a graded test cell failed: its error (name and message) or what it wrote to stderr."""
+    """Why a graded test cell failed: its error (name and message) or what it wrote to stderr, without the lines of
+    its hidden tests."""
+    secret = hidden_lines([cell])
     for output in cell.get("outputs", []):
         if output.output_type == "error":
-            return shorten(ANSI.sub("", f"{output.ename}: {output.evalue}"), MESSAGE_LIMIT)
+            return redact(shorten(ANSI.sub("", f"{output.ename}: {output.evalue}"), MESSAGE_LIMIT), secret)
     for output in cell.get("outputs", []):
         if output.output_type == "stream" and output.name == "stderr":
-            return shorten("wrote to stderr (a graded cell must not): " + _text(output.text).strip(), MESSAGE_LIMIT)
+            text = "wrote to stderr (a graded cell must not): " + _text(output.text).strip()
+            return redact(shorten(text, MESSAGE_LIMIT), secret)
     return ""
 
 
@@ -105,26 +135,37 @@ def incidents(notebook: nbformat.NotebookNode, cell_timeout: int) -> list[str]:
 
 
 def sanitize_for_feedback(notebook: nbformat.NotebookNode) -> None:
-    """Remove hidden test code (sources and traceback lines) and shorten every output, in place."""
+    """Remove hidden test code, shorten every output, then sanitise outputs and the cells a student wrote
+    (`SafeOutputs`: after shortening, so that a cut tag is closed again), in place.
+
+    Hidden test code goes from the sources, from tracebacks, from what a hidden test cell printed or displayed
+    (solution code can make a cell print its own source) and, as verbatim lines (`hidden_lines`), from every
+    output: an encoded copy gets through, which only grading outside the student's kernel can prevent.
+    """
+    secret = hidden_lines(notebook.cells)
     for cell in notebook.cells:
         if cell.cell_type != "code":
             continue
         hidden = "### BEGIN HIDDEN TESTS" in cell.source
         cell.source = HIDDEN.sub(HIDDEN_PLACEHOLDER, cell.source)
+        if hidden and any(output.output_type != "error" for output in cell.get("outputs", [])):
+            cell.outputs = ([nbformat.v4.new_output("stream", name="stdout", text=HIDDEN_OUTPUT)]
+                            + [output for output in cell.outputs if output.output_type == "error"])
         for output in cell.get("outputs", []):
             if output.output_type == "stream":
-                output.text = shorten(_text(output.text), OUTPUT_LIMIT)
+                output.text = redact(shorten(_text(output.text), OUTPUT_LIMIT), secret)
             elif output.output_type == "error":
-                output.evalue = shorten(output.evalue, OUTPUT_LIMIT)
+                output.evalue = redact(shorten(output.evalue, OUTPUT_LIMIT), secret)
                 # A traceback quotes the lines of the cell: in a hidden test cell keep only the error.
-                output.traceback = ([f"{output.ename}: {output.evalue}"] if hidden
-                                    else [shorten(line, OUTPUT_LIMIT) for line in output.traceback[-20:]])
+                output.traceback = ([f"{output.ename}: {output.evalue}"] if hidden else
+                                    [redact(shorten(line, OUTPUT_LIMIT), secret) for line in output.traceback[-20:]])
             elif "data" in output:
                 data = output.data
                 for kind in list(data):
-                    if kind.startswith("text/") and len(_text(data[kind])) > OUTPUT_LIMIT:
-                        data[kind] = shorten(_text(data[kind]), OUTPUT_LIMIT)
-                    elif not kind.startswith("text/") and len(_text(data[kind])) > 200_000:
+                    if kind.startswith("text/"):
+                        data[kind] = redact(shorten(_text(data[kind]), OUTPUT_LIMIT), secret)
+                    elif len(_text(data[kind])) > 200_000:
                         del data[kind]
                 if not data:
                     data["text/plain"] = "[a large output, not shown]"
+    SafeOutputs().preprocess(notebook, {})

@@ -40,6 +40,7 @@ import nbformat  # noqa: E402
 from autograder.feedback import (MESSAGE_LIMIT, add_canary, canary_problem, cell_message, incidents,  # noqa: E402
                                  sanitize_for_feedback, shorten)
 from autograder.records import Limits  # noqa: E402
+from autograder.safe_html import with_csp  # noqa: E402
 from autograder.sandbox import KERNEL_NAME, kernel_argv, prepare_home, write_kernelspec  # noqa: E402
 
 STUDENT = "student"
@@ -262,7 +263,8 @@ def _grade(assignment: str, notebooks: dict[str, bytes | None], template: Path, 
             autograded.chmod(0o644)  # nbgrader leaves it read-only (only root could write it back)
             nbformat.write(notebook, autograded)
     error_log = run_converter(GenerateFeedback, grading_config(course, db_url, cell_timeout, home), assignment, STUDENT)
-    feedback = {html.name: html.read_text() for html in sorted((course / "feedback" / STUDENT / assignment).glob("*.html"))}
+    feedback = {html.name: with_csp(html.read_text())
+                for html in sorted((course / "feedback" / STUDENT / assignment).glob("*.html"))}
     if error_log:
         notes.append("feedback could not be written")
     return {"status": "graded", "reason": "; ".join(notes), "cells": cells, "feedback": feedback,

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from autograder.safe_html import CSP_META
 from tests.grading_helpers import (FIXTURE_SOURCE, HIDDEN_MARKER, ROOT, grade_cli, read_grades, released_notebooks,
                                    solution_sources, student_notebook, write_submission)
 
@@ -57,6 +58,7 @@ def test_feedback_per_student_without_hidden_code(first_run) -> None:
         text = page.read_text()
         assert HIDDEN_MARKER not in text and "expect_raises(ValueError" not in text
         assert "hidden tests: not shown" in text
+        assert f"<head>\n{CSP_META}" in text, "the page starts with a Content-Security-Policy that forbids scripts"
     wrong = (first_run["out"] / "feedback" / "b.rown-2" / "toy" / "toy.html").read_text()
     assert "mean([1, 2, 3]) should be 2" in wrong, "the failing visible test's message is shown"
 

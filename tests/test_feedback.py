@@ -1,14 +1,21 @@
-"""Fast unit tests: what a student's feedback keeps of a graded notebook (`autograder.feedback`) and the class
-report (`autograder.report`), without grading anything."""
+"""Fast unit tests: what a student's feedback keeps of a graded notebook (`autograder.feedback`), that its page
+shows and never runs what the student wrote (`autograder.safe_html`), and the class report (`autograder.report`),
+without grading anything."""
 
 from __future__ import annotations
 
+import re
+import shutil
+import subprocess
+from html.parser import HTMLParser
 from pathlib import Path
 
 import nbformat
+import pytest
 
-from autograder.feedback import (HIDDEN_PLACEHOLDER, OUTPUT_LIMIT, cell_message, incidents, sanitize_for_feedback,
-                                 shorten)
+from autograder.feedback import (HIDDEN_OUTPUT, HIDDEN_PLACEHOLDER, OUTPUT_LIMIT, cell_message, hidden_lines,
+                                 incidents, sanitize_for_feedback, shorten)
+from autograder.safe_html import CSP_META, with_csp
 from autograder.records import Template
 from autograder.report import failure_summary, failures, render_report
 
@@ -35,6 +42,33 @@ def test_hidden_test_code_and_its_traceback_are_removed() -> None:
     assert "secret_check" not in nbformat.writes(notebook)
 
 
+def test_what_a_hidden_test_cell_printed_and_copies_of_its_lines_are_not_shown() -> None:
+    # Solution code can hook IPython to print each cell's source: into that cell, or later into its own cells.
+    printed = nbformat.v4.new_output("stream", name="stdout", text=HIDDEN_TEST)
+    shown = nbformat.v4.new_output("display_data",
+                                   data={"text/plain": HIDDEN_TEST, "text/html": f"<pre>{HIDDEN_TEST}</pre>"})
+    error = _error("AssertionError", "add(2, 3) should be 5", [])
+    later = nbformat.v4.new_output("stream", name="stdout", text=f"stolen: {HIDDEN_TEST}")
+    notebook = nbformat.v4.new_notebook(cells=[_code(HIDDEN_TEST, [printed, shown, error], grade=True),
+                                               _code("mean([1])", [later, shown.copy()], grade_id="mean")])
+    sanitize_for_feedback(notebook)
+    test, solution = notebook.cells
+    assert [o.output_type for o in test.outputs] == ["stream", "error"]
+    assert test.outputs[0].text == HIDDEN_OUTPUT
+    assert solution.outputs[0].text == \
+        "stolen: x = 1\n### BEGIN HIDDEN TESTS\n[hidden test code: not shown]\n### END HIDDEN TESTS\n"
+    assert "secret_check" not in nbformat.writes(notebook)
+
+
+def test_cell_message_leaves_out_the_lines_of_hidden_tests() -> None:
+    stderr = nbformat.v4.new_output("stream", name="stderr", text=HIDDEN_TEST)
+    error = _error("AssertionError", "expected assert secret_check(add) to hold", [])
+    assert "secret_check" not in cell_message(_code(HIDDEN_TEST, [stderr], grade=True))
+    assert cell_message(_code(HIDDEN_TEST, [error], grade=True)) == \
+        "AssertionError: expected [hidden test code: not shown] to hold"
+    assert hidden_lines([_code(HIDDEN_TEST, [])]) == ["assert secret_check(add)"]
+
+
 def test_a_visible_cell_keeps_its_last_traceback_lines() -> None:
     error = _error("ValueError", "bad", [f"line {i}" for i in range(30)])
     notebook = nbformat.v4.new_notebook(cells=[_code("add(1, 2)", [error])])
@@ -44,13 +78,13 @@ def test_a_visible_cell_keeps_its_last_traceback_lines() -> None:
 
 def test_long_and_large_outputs_are_cut() -> None:
     stream = nbformat.v4.new_output("stream", name="stdout", text="x" * 50_000)
-    html = nbformat.v4.new_output("display_data", data={"text/html": "<p>" * 10_000})
+    html = nbformat.v4.new_output("display_data", data={"text/html": "<b>x</b>" * 3_000})
     image = nbformat.v4.new_output("display_data", data={"image/png": "A" * 300_000})
     notebook = nbformat.v4.new_notebook(cells=[_code("print('x' * 50_000)", [stream, html, image])])
     sanitize_for_feedback(notebook)
     stream, html, image = notebook.cells[0].outputs
     assert len(stream.text) < OUTPUT_LIMIT + 100 and "more characters not shown" in stream.text
-    assert len(html.data["text/html"]) < OUTPUT_LIMIT + 100
+    assert len(html.data["text/html"]) < OUTPUT_LIMIT + 100 and "more characters not shown" in html.data["text/html"]
     assert image.data == {"text/plain": "[a large output, not shown]"}
 
 
@@ -111,3 +145,171 @@ def test_the_report_counts_and_escapes_everything_from_submissions() -> None:
 def test_an_empty_class_report() -> None:
     page = render_report([], {})
     assert "0 students, 0 submissions" in page and "No test failed." in page and "Every submission was graded." in page
+
+
+# What a student's solution cell can display that would run in a feedback page, one output each.
+SVG_WITH_SCRIPT = ('<svg xmlns="http://www.w3.org/2000/svg" onload="document.title+=\' svg\'">'
+                   "<script>document.title+=' svg'</script><circle r='5'/></svg>")
+HOSTILE = [
+    {"text/html": "<script>document.title += ' script'</script>", "text/plain": "<script>"},
+    {"text/html": "<img src=x onerror=\"document.title += ' handler'\">", "text/plain": "img"},
+    {"text/html": "<a href=\" JaVaScRiPt:document.title += ' link'\">open</a>", "text/plain": "link"},
+    {"text/html": "<iframe src=\"data:text/html,<script>parent.document.title+=1</script>\"></iframe>"
+                  "<style>body { display: none }</style>", "text/plain": "frame"},
+    {"image/svg+xml": SVG_WITH_SCRIPT, "text/plain": "<Figure size 640x480 with 1 Axes>"},
+    {"application/javascript": "document.title += ' js'"},
+    {"text/javascript": "document.title += ' js'", "text/plain": "<IPython.core.display.Javascript object>"},
+    {"application/vnd.jupyter.widget-view+json": {"model_id": "abc", "version_major": 2, "version_minor": 0},
+     "text/plain": "IntSlider(value=0)"},
+    {"application/vnd.bokehjs_exec.v0+json": "", "application/javascript": "Bokeh.embed()", "text/html": "<div id=b>"},
+    {"application/vnd.plotly.v1+json": {"data": []}, "text/html": "<script>Plotly.newPlot('p')</script>",
+     "text/plain": "Figure()"},
+    {"text/markdown": "[open](javascript:document.title+=1) <b onclick='x()'>bold</b> <script>x()</script>",
+     "text/plain": "<IPython.core.display.Markdown object>"},
+]
+SAFE_TYPES = {"text/plain", "text/html", "text/latex", "application/json", "image/png", "image/jpeg"}
+TABLE = ('<table border="1" class="dataframe"><thead><tr><th>head</th></tr></thead>'
+         "<tbody><tr><td>0.5</td></tr></tbody></table>")
+PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+
+
+class _Elements(HTMLParser):
+    """Every start tag of a page (name, attributes) and the text inside its <script> elements."""
+
+    def __init__(self, html: str) -> None:
+        super().__init__()
+        self.tags: list[tuple[str, dict[str, str]]] = []
+        self.scripts: list[str] = []
+        self.in_script = False
+        self.feed(html)
+        self.close()
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, {name: value or "" for name, value in attrs}))
+        if tag == "script":
+            self.scripts.append("")
+            self.in_script = True
+
+    def handle_endtag(self, tag: str) -> None:
+        self.in_script = self.in_script and tag != "script"
+
+    def handle_data(self, data: str) -> None:
+        if self.in_script:
+            self.scripts[-1] += data
+
+
+def _active(html: str) -> list[str]:
+    """What in ``html`` a browser could run or load: script-like elements, event handlers, javascript: links."""
+    found = []
+    for tag, attrs in _Elements(html).tags:
+        if tag in {"script", "svg", "img", "iframe", "object", "embed", "style", "link", "meta", "base", "form"}:
+            found.append(f"<{tag}>")
+        found += [f"<{tag} {name}>" for name, value in attrs.items()
+                  if name.startswith("on") or re.match(r"\s*javascript:", value, re.IGNORECASE)]
+    return found
+
+
+def _student_notebook(outputs: list[dict]) -> nbformat.NotebookNode:
+    cell = _code("show()", [nbformat.v4.new_output("display_data", data=data) for data in outputs], grade_id="show")
+    cell.metadata["nbgrader"].update(solution=True, locked=False)
+    task = nbformat.v4.new_markdown_cell("Use `a < b` here.\n\n> a quote")
+    task.metadata["nbgrader"] = {"grade_id": "task", "locked": True, "grade": False, "solution": False}
+    added = nbformat.v4.new_markdown_cell("my notes <img src=x onerror=\"document.title+=' md'\"> [go](javascript:x())")
+    return nbformat.v4.new_notebook(cells=[task, cell, added])
+
+
+def test_no_student_script_survives_sanitising() -> None:
+    notebook = _student_notebook(HOSTILE)
+    sanitize_for_feedback(notebook)
+    task, cell, added = notebook.cells
+    for before, output in zip(HOSTILE, cell.outputs):
+        assert set(output.data) <= SAFE_TYPES, (before, output.data)
+        assert not _active(output.data.get("text/html", "")), (before, output.data)
+    assert [o.data["text/plain"] for o in cell.outputs[4:8]] == [
+        "<Figure size 640x480 with 1 Axes>",
+        "[an output of type application/javascript, not shown: feedback pages never run code]",
+        "<IPython.core.display.Javascript object>", "IntSlider(value=0)"]
+    # Disallowed markup is escaped: the student sees what their cell displayed, as text.
+    assert "&lt;script&gt;document.title += ' script'&lt;/script&gt;" in cell.outputs[0].data["text/html"]
+    assert '<a>open</a>' in cell.outputs[2].data["text/html"]
+    assert "<p><a>open</a> <b>bold</b> &lt;script&gt;x()&lt;/script&gt;</p>" in cell.outputs[10].data["text/html"]
+    # The student's own Markdown cell is sanitised; the locked task cell nbgrader restored is the instructor's.
+    assert "<img" not in added.source and "&lt;img" in added.source
+    assert task.source == "Use `a < b` here.\n\n> a quote"
+
+
+def test_text_images_and_a_plain_table_survive_sanitising() -> None:
+    outputs = [{"text/plain": "tensor([1., 2.])"}, {"image/png": PNG, "text/plain": "<Figure>"},
+               {"text/html": TABLE, "text/plain": "   head\n0   0.5"},
+               {"text/markdown": "**mean** is `0.5`", "text/plain": "<IPython.core.display.Markdown object>"}]
+    notebook = _student_notebook([dict(data) for data in outputs])
+    sanitize_for_feedback(notebook)
+    text, image, table, markdown = notebook.cells[1].outputs
+    assert text.data == {"text/plain": "tensor([1., 2.])"}
+    assert image.data == {"image/png": PNG, "text/plain": "<Figure>"}
+    assert table.data["text/html"] == TABLE
+    assert markdown.data["text/html"].strip() == "<p><strong>mean</strong> is <code>0.5</code></p>"
+
+
+def test_output_metadata_that_loads_or_frames_is_dropped() -> None:
+    metadata = {"filenames": {"image/png": "https://example.org/track.png"}, "text/html": {"isolated": True},
+                "image/png": {"width": 40}}
+    output = nbformat.v4.new_output("display_data", data={"image/png": PNG, "text/html": TABLE}, metadata=metadata)
+    notebook = nbformat.v4.new_notebook(cells=[_code("show()", [output])])
+    sanitize_for_feedback(notebook)
+    assert notebook.cells[0].outputs[0].metadata == {"text/html": {}, "image/png": {"width": 40}}
+
+
+def _feedback_page(notebook: nbformat.NotebookNode, root: Path) -> str:
+    """The HTML nbgrader's GenerateFeedback writes for ``notebook`` (its exporter, template and config)."""
+    from nbconvert.exporters import HTMLExporter
+    from nbgrader.converters import GenerateFeedback
+    from nbgrader.coursedir import CourseDirectory
+
+    exporter = HTMLExporter(config=GenerateFeedback(coursedir=CourseDirectory(root=str(root))).config)
+    resources = {"nbgrader": {"notebook": "toy", "score": 0.0, "max_score": 1.0, "late_penalty": 0.0}}
+    page, _ = exporter.from_notebook_node(notebook, resources=resources)
+    return page
+
+
+def test_a_feedback_page_starts_its_head_with_a_policy_that_forbids_scripts(tmp_path: Path) -> None:
+    notebook = _student_notebook(HOSTILE)
+    sanitize_for_feedback(notebook)
+    page = with_csp(_feedback_page(notebook, tmp_path))
+    elements = _Elements(page)
+    tags = [tag for tag, _ in elements.tags]
+    assert tags[tags.index("head") + 1] == "meta" and page.count(CSP_META) == 1
+    policy = elements.tags[tags.index("head") + 1][1]
+    assert policy["http-equiv"] == "Content-Security-Policy"
+    for directive in ("default-src 'none'", "script-src 'none'", "object-src 'none'", "connect-src 'none'",
+                      "frame-src 'none'", "img-src data:"):
+        assert directive in policy["content"]
+    # The only scripts left are the template's MathJax (which the policy blocks too); no output has a handler.
+    assert all("mathjax" in attrs.get("src", attrs.get("type", "")) for tag, attrs in elements.tags if tag == "script")
+    assert not any("document.title" in script for script in elements.scripts)
+    assert not [a for _, attrs in elements.tags for a in attrs if a.startswith("on")]
+
+
+def test_with_csp_refuses_a_page_without_head() -> None:
+    with pytest.raises(ValueError, match="without <head>"):
+        with_csp("<html><body>hi</body></html>")
+
+
+def _title_in_chromium(page: str, folder: Path) -> str:
+    path = folder / "page.html"
+    path.write_text(page)
+    command = ["chromium", "--headless", "--no-sandbox", "--disable-gpu", f"--user-data-dir={folder / 'profile'}",
+               "--dump-dom", path.as_uri()]
+    dom = subprocess.run(command, capture_output=True, text=True, timeout=120, check=True).stdout
+    return re.search(r"<title>(.*?)</title>", dom, re.DOTALL).group(1)
+
+
+@pytest.mark.skipif(shutil.which("chromium") is None,
+                    reason="Debian's chromium is not installed (.ci/run does not install it): this test opens a "
+                           "feedback page in a real browser to show a planted script does not run")
+def test_a_browser_runs_no_planted_script_under_the_policy(tmp_path: Path) -> None:
+    # Not sanitised, so the scripts are really in the page: only the policy stands between them and the browser.
+    notebook = _student_notebook(HOSTILE[:2])
+    page = _feedback_page(notebook, tmp_path)
+    assert _title_in_chromium(page, tmp_path) == "toy script handler md", "the control page should run its scripts"
+    assert _title_in_chromium(with_csp(page), tmp_path) == "toy"
