@@ -15,13 +15,15 @@ from course import ROOT
 @dataclass(frozen=True)
 class Limits:
     """Resource limits of one kernel: bytes of address space, seconds of CPU time, bytes of any file it
-    writes, processes (and threads) in its sandbox, and bytes of its private /tmp."""
+    writes, processes (and threads) in its sandbox, bytes of its private /tmp, and bytes of all the files
+    in its writable folder (the disk quota, `autograder.guards.DiskQuota`)."""
 
     memory_bytes: int = 3 * 2**30
     cpu_seconds: int = 600
     file_bytes: int = 64 * 2**20
     processes: int = 256
     tmp_bytes: int = 256 * 2**20
+    disk_bytes: int = 512 * 2**20
 
     def as_dict(self) -> dict[str, int]:
         return asdict(self)
@@ -29,7 +31,8 @@ class Limits:
     @property
     def key(self) -> str:
         """Part of each job's cache key: results graded under other limits are graded again."""
-        return f"{self.cpu_seconds}:{self.memory_bytes}:{self.file_bytes}:{self.processes}:{self.tmp_bytes}"
+        return (f"{self.cpu_seconds}:{self.memory_bytes}:{self.file_bytes}:{self.processes}:{self.tmp_bytes}:"
+                f"{self.disk_bytes}")
 
 
 @dataclass(frozen=True)
@@ -46,14 +49,19 @@ class Options:
     memory_bytes: int = 3 * 2**30
     file_bytes: int = 64 * 2**20
     processes: int = 256
+    disk_bytes: int = 512 * 2**20
+    unpacked_bytes: int = 2 * 2**30  # what a zip of submissions may unpack in all
     isolate: bool = True
     progress: bool = True
     scheduler: str = ""  # a Dask scheduler's address: grade there (`autograder.cluster`) instead of locally
+    assignments: tuple[str, ...] = ()  # grade only these (all when empty)
+    students: tuple[str, ...] = ()  # grade only these students (all when empty)
+    force: bool = False  # grade again what is stored
 
     @property
     def limits(self) -> Limits:
         return Limits(memory_bytes=self.memory_bytes, cpu_seconds=self.submission_timeout,
-                      file_bytes=self.file_bytes, processes=self.processes)
+                      file_bytes=self.file_bytes, processes=self.processes, disk_bytes=self.disk_bytes)
 
 
 @dataclass(frozen=True)
@@ -91,3 +99,4 @@ class Task:
     note: str = ""
     problem: str = ""
     key: str = ""
+    missing: bool = False  # nothing handed in for this assignment: not graded, and not a failure of the run
