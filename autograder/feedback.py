@@ -75,11 +75,23 @@ def shorten(text: str, limit: int) -> str:
     return f"{text[:limit]}\n... [{len(text) - limit} more characters not shown]"
 
 
+def _failing_line(output: nbformat.NotebookNode) -> str:
+    """The source line an error's traceback marks last (IPython's ``---->``), without its line number."""
+    marked = [line for line in ANSI.sub("", "\n".join(output.get("traceback", []))).splitlines()
+              if line.lstrip().startswith("---->")]
+    return re.sub(r"^\s*---->\s*\d*\s?", "", marked[-1]).strip() if marked else ""
+
+
 def cell_message(cell: nbformat.NotebookNode) -> str:
-    """Why a graded test cell failed: its error (name and message) or what it wrote to stderr."""
+    """Why a graded test cell failed: its error (name and message) or what it wrote to stderr. A bare
+    ``assert`` of a visible test (no message) is shown by its line; a hidden test's code never is."""
     for output in cell.get("outputs", []):
         if output.output_type == "error":
-            return shorten(ANSI.sub("", f"{output.ename}: {output.evalue}"), MESSAGE_LIMIT)
+            message = ANSI.sub("", f"{output.ename}: {output.evalue}")
+            if not str(output.evalue).strip() and "BEGIN HIDDEN TESTS" not in _text(cell.get("source", "")):
+                line = _failing_line(output)
+                message = f"{output.ename} in {line}" if line else message
+            return shorten(message, MESSAGE_LIMIT)
     for output in cell.get("outputs", []):
         if output.output_type == "stream" and output.name == "stderr":
             return shorten("wrote to stderr (a graded cell must not): " + _text(output.text).strip(), MESSAGE_LIMIT)

@@ -66,7 +66,8 @@ def test_report(first_run) -> None:
     assert report.count("data:image/png;base64,") >= 2
     assert "Pass rate per test" in report and "test_mean_hidden" in report
     assert "Most frequent failures" in report and "mean([1, 2, 3]) should be 2" in report
-    assert "not attempted: the solution cell still raises NotImplementedError" in report, "a blank notebook's failures"
+    assert "not attempted: the solution cell" not in report, "what was not attempted is no mistake of the class"
+    assert "<td>cy</td>" in report and "test_add (not attempted)" in report, "the student table: a blank notebook"
     assert "Every submission was graded." in report
 
 
