@@ -16,6 +16,8 @@ import pytest
 from tests.grading_helpers import (FIXTURE_SOURCE, HIDDEN_MARKER, ROOT, grade_cli, read_grades, released_notebooks,
                                    solution_sources, student_notebook, write_submission)
 
+pytestmark = pytest.mark.slow
+
 REFERENCE = solution_sources(FIXTURE_SOURCE / "toy" / "toy.ipynb")
 OPTIONS = ("--jobs", "1", "--source", FIXTURE_SOURCE, "--cell-timeout", "10", "--timeout", "60", "--quiet")
 WRONG_MEAN = "def mean(xs):\n    return sum(xs) / (len(xs) + 1)"

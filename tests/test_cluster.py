@@ -13,9 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from autograder.cluster_local import LocalCluster
+from tests.cluster_local import LocalCluster
 from tests.grading_helpers import (FIXTURE_SOURCE, ROOT, grade_cli, read_grades, released_notebooks, solution_sources,
                                    student_notebook, write_submission)
+
+pytestmark = pytest.mark.slow
 
 REFERENCE = solution_sources(FIXTURE_SOURCE / "toy" / "toy.ipynb")
 OPTIONS = ("--source", FIXTURE_SOURCE, "--cell-timeout", "10", "--timeout", "60", "--quiet")

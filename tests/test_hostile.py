@@ -22,7 +22,8 @@ from tests.grading_helpers import (FIXTURE_SOURCE, HIDDEN_MARKER, grade_cli, rea
                                    require_sandbox, solution_sources, student_notebook, write_submission)
 
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the class is graded by root (test_sandbox.py: not root)")
+pytestmark = [pytest.mark.slow, pytest.mark.root, pytest.mark.sandbox,
+              pytest.mark.skipif(os.geteuid() != 0, reason="the class is graded by root (test_sandbox.py: not root)")]
 REFERENCE = solution_sources(FIXTURE_SOURCE / "toy" / "toy.ipynb")
 ADD = REFERENCE["add"]
 MEAN = REFERENCE["mean"]
