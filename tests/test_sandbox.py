@@ -199,7 +199,7 @@ def test_a_worker_that_dies_at_start_ends_the_run(tmp_path) -> None:
     (tmp_path / "subs" / "ada" / "toy").mkdir(parents=True)
     done = grade_cli(tmp_path / "subs", "--out", tmp_path / "out", "--source", FIXTURE_SOURCE, "--quiet",
                      env={"PYTHONPATH": os.pathsep.join([str(tmp_path / "broken"), str(ROOT)])}, timeout=180)
-    assert done.returncode == 1
+    assert done.returncode == 2
     assert "a grading worker could not start" in done.stderr and "this nbgrader is broken" in done.stderr, done.stderr
 
 
@@ -217,7 +217,7 @@ def test_no_sandbox_stops_the_run_unless_no_isolate(tmp_path) -> None:
     for out in ("out", "out-no-isolate"):
         shutil.copytree(tmp_path / "templates", tmp_path / out / ".cache")
     stopped = grade_cli(tmp_path / "subs", "--out", tmp_path / "out", "--source", FIXTURE_SOURCE, "--quiet", env=env)
-    assert stopped.returncode == 1 and not (tmp_path / "out" / "grades.csv").exists()
+    assert stopped.returncode == 2 and not (tmp_path / "out" / "grades.csv").exists()
     assert "No permissions to create a new namespace" in stopped.stderr and "sysctl" in stopped.stderr
     assert "--no-isolate" in stopped.stderr
     unsafe = grade_cli(tmp_path / "subs", "--out", tmp_path / "out-no-isolate", "--source", FIXTURE_SOURCE,
