@@ -133,3 +133,23 @@ def test_a_worker_that_dies_mid_job_is_transient_a_timeout_is_final(tmp_path: Pa
     worker = pool_module.Worker(0, {}, tmp_path / "log", python=str(sleeps))
     result = worker.run({"kind": "grade"}, timeout=0.5)
     assert "transient" not in result and result["reason"] == "grading took longer than 0 s and was stopped", result
+
+
+@pytest.mark.slow
+def test_release_copies_only_the_assignments_own_files(tmp_path: Path) -> None:
+    import shutil
+
+    from autograder.gradebook import use_inprocess_alembic
+    from autograder.worker import generate
+
+    use_inprocess_alembic()  # as a worker does: nbgrader would run `alembic` from PATH
+    source = tmp_path / "course" / "source"
+    shutil.copytree(FIXTURE_SOURCE / "toy", source / "toy")
+    (source / "toy" / "data.csv").write_text("x\n1\n")  # the assignment's own file: released
+    for junk in ("gradebook.db", "grades.csv", "report.html", "similarity.csv", ".state/ada/toy.json",
+                 "feedback/ada/toy/toy.html"):
+        (source / "toy" / junk).parent.mkdir(parents=True, exist_ok=True)
+        (source / "toy" / junk).write_text("a grading run's output")
+    assert generate("toy", tmp_path / "course", "source", tmp_path / "template")["status"] == "done"
+    released = tmp_path / "template" / "release" / "toy"
+    assert sorted(str(p.relative_to(released)) for p in released.rglob("*")) == ["data.csv", "toy.ipynb"]
