@@ -18,6 +18,7 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
+import unicodedata
 from pathlib import Path
 
 import pytest
@@ -31,6 +32,14 @@ from tests.grading_helpers import (FIXTURE_SOURCE, HIDDEN_MARKER, grade_cli, rea
                                    require_sandbox, student_notebook, write_submission)
 
 UID = 65534
+# Rows of the unprivileged class's valid but unusual ids, as grades.csv writes them (NFC, a formula escaped).
+NAMES = ["müller", "ana maria", "'+1+1"]
+HOARDS = """for i in range(8):
+    with open(f"fill-{i}.bin", "wb") as handle:
+        handle.write(b"x" * (20 * 2**20))
+import time
+time.sleep(5)
+"""
 SETPRIV = ["setpriv", f"--reuid={UID}", f"--regid={UID}", "--clear-groups"]
 
 
@@ -140,13 +149,17 @@ def unprivileged_run(tmp_path_factory):
                    "network": attacks.attack(attacks.CONNECTS.format(host=attacks.host_address(), port=listener.port)),
                    "writer": attacks.attack(attacks.WRITES.format(paths=writes)),
                    "bomb": attacks.attack(attacks.FORKS_AND_KILLS), "filler": attacks.attack(attacks.FILLS_TMP)}
-        for student, add in answers.items():
+        # Bad input costs only its own student here too: ids a folder may hold, a notebook past the disk quota.
+        names = {unicodedata.normalize("NFD", "müller"): attacks.ADD, "ana maria": attacks.ADD, "+1+1": attacks.ADD,
+                 "hoarder": HOARDS + attacks.ADD}
+        for student, add in {**answers, **names}.items():
             write_submission(submissions, student, "toy", student_notebook(released, {**attacks.REFERENCE, "add": add}))
         _give(base, UID)
         env = {"HOME": str(home), "PATH": os.environ["PATH"], "LANG": "C.UTF-8", "PYTHONPATH": str(copy)}
         done = subprocess.run([*unprivileged, "-m", "autograder", "grade", str(submissions), "--out", str(out),
                                "--jobs", "2", "--source", str(copy / "source"), "--cell-timeout", "10", "--timeout", "60",
-                               "--quiet"], cwd=copy, env=env, capture_output=True, text=True, timeout=600)
+                               "--quiet", "--disk", "64"], cwd=copy, env=env, capture_output=True, text=True,
+                              timeout=600)
         yield {"done": done, "out": out, "secrets": secrets, "heard": list(listener.heard), "answers": answers,
                "written": [p for p in writes if Path(p).exists()]}
     finally:
@@ -159,11 +172,13 @@ def unprivileged_run(tmp_path_factory):
 @pytest.mark.sandbox
 def test_unprivileged_instructor_grades_the_class(unprivileged_run) -> None:
     done = unprivileged_run["done"]
-    assert done.returncode == 0, done.stderr + (unprivileged_run["out"] / "grades.csv").read_text()
+    assert done.returncode == 1, done.stderr + (unprivileged_run["out"] / "grades.csv").read_text()  # the hoarder
     assert "each kernel runs in its own bubblewrap sandbox" in done.stderr and "warning" not in done.stderr
     rows = read_grades(unprivileged_run["out"])
     assert {student: (rows[(student, "toy")]["score"], rows[(student, "toy")]["reason"])
-            for student in unprivileged_run["answers"]} == dict.fromkeys(unprivileged_run["answers"], ("5", "")), rows
+            for student in [*unprivileged_run["answers"], *NAMES]} == dict.fromkeys([*unprivileged_run["answers"], *NAMES],
+                                                                               ("5", "")), rows
+    assert rows[("hoarder", "toy")]["reason"].startswith("not graded: too large: the notebook wrote more than 64 MiB")
 
 
 @pytest.mark.slow
@@ -171,7 +186,8 @@ def test_unprivileged_instructor_grades_the_class(unprivileged_run) -> None:
 @pytest.mark.sandbox
 def test_unprivileged_sandbox_keeps_everything_in(unprivileged_run) -> None:
     out = unprivileged_run["out"]
-    assert sorted(p.parent.parent.name for p in out.glob("feedback/*/toy/toy.html")) == sorted(unprivileged_run["answers"]), \
+    assert sorted(p.parent.parent.name for p in out.glob("feedback/*/toy/toy.html")) == \
+        sorted([*unprivileged_run["answers"], "müller", "ana maria", "+1+1"]), \
         (out / "grades.csv").read_text() + unprivileged_run["done"].stderr
     assert attacks.files_containing(out, unprivileged_run["secrets"]) == []
     assert attacks.files_containing(out / "feedback", [HIDDEN_MARKER]) == []
