@@ -1,15 +1,21 @@
 """`python -m autograder grade`: grade a class in parallel with nbgrader, in sandboxed kernels, resumably.
 
-1. A real sandbox is started once (`autograder.sandbox.check`) while each assignment's template is
-   generated or reused (`autograder.assignments`). When no sandbox can be made the command stops
-   with the reason and the line that enables it, unless ``--no-isolate`` was asked for.
-2. Each (student, assignment) becomes a task keyed by a hash of the submitted notebook(s), the
+1. SUBMISSIONS is read (`autograder.submissions`): every student found, with what each handed in or why
+   it cannot be graded; the run prints a line for each problem of the input. An unreadable SUBMISSIONS
+   ends the run here (exit status 2). ``--student`` and ``--assignment`` keep what they name.
+2. A real sandbox is started once (`autograder.sandbox.check`) while the template of each assignment
+   handed in is generated or reused (`autograder.assignments`). When no sandbox can be made the
+   command stops with the reason and the line that enables it, unless ``--no-isolate`` was asked for.
+3. Each (student, assignment) becomes a task keyed by a hash of the submitted notebook(s), the
    template and the limits (`autograder.results`). A task whose key matches a stored result in
-   ``DIR/.state`` is not graded again, so re-running is idempotent and an interrupted run resumes.
-3. ``--jobs`` worker processes (`autograder.pool`) grade the others, each job with
+   ``DIR/.state`` is not graded again (unless ``--force``), so re-running is idempotent and an
+   interrupted run resumes; a result that is not the student's own failure (a killed worker) is
+   never stored.
+4. ``--jobs`` worker processes (`autograder.pool`) grade the others, each job with
    `autograder.worker.grade_submission` in a kernel of its own sandbox.
-4. This process writes each result's feedback, merges every result into the class gradebook
-   (``--db``, any SQLAlchemy URL), then writes ``grades.csv`` and ``report.html``.
+5. This process writes each result's feedback, merges every result into the class gradebook
+   (``--db``, any SQLAlchemy URL), then writes ``grades.csv`` and ``report.html``. The exit status is
+   0 when everything handed in was graded, 1 when some of it could not be, 2 when nothing was.
 """
 
 from __future__ import annotations

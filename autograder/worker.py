@@ -9,7 +9,8 @@ For each job it builds a throw-away nbgrader course: the assignment's released f
 the submission as ``submitted/student/<assignment>/`` and a copy of the template gradebook (made by
 ``nbgrader generate_assignment``, so autograde restores locked cells and hidden tests from it).
 nbgrader's Autograde runs each notebook in a kernel inside bubblewrap (`autograder.sandbox`) whose
-only writable folder is the job's ``kernel/``; the scores are read back from the gradebook, hidden
+only writable folder is the job's ``kernel/`` (held under the disk quota, `autograder.guards.DiskQuota`,
+while the notebook runs); the scores are read back from the gradebook, hidden
 test code is removed, outputs shortened and nbgrader's GenerateFeedback writes the HTML.
 
 `autograder.pool` starts ``python -m autograder.worker`` processes: each says it is ready once
