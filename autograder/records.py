@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from autograder.submissions import STAGING_BYTES
 from course import ROOT
 
 
@@ -50,7 +51,7 @@ class Options:
     file_bytes: int = 64 * 2**20
     processes: int = 256
     disk_bytes: int = 512 * 2**20
-    unpacked_bytes: int = 2 * 2**30  # what a zip of submissions may unpack in all
+    unpacked_bytes: int = STAGING_BYTES  # what a zip of submissions may unpack in all
     isolate: bool = True
     progress: bool = True
     scheduler: str = ""  # a Dask scheduler's address: grade there (`autograder.cluster`) instead of locally
