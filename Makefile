@@ -1,4 +1,5 @@
-# Two commands do everything: `make book` builds the site, `make test` runs every test.
+# Two commands do everything: `make book` builds the site, `make test` runs every test (what CI runs).
+# `make test-fast` runs the unit tests only (those not marked slow: about a minute) while you work.
 # Each creates .venv and installs the pinned requirements and this project when needed.
 
 PYTHON ?= python3
@@ -6,7 +7,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
 
-.PHONY: book test release chapter benchmarks bench-sdpa clean
+.PHONY: book test test-fast release chapter benchmarks bench-sdpa clean
 
 $(INSTALLED): requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -19,6 +20,9 @@ book: $(INSTALLED)
 
 test: $(INSTALLED)
 	$(BIN)/python -m pytest
+
+test-fast: $(INSTALLED)
+	$(BIN)/python -m pytest -m "not slow"
 
 release: $(INSTALLED)
 	$(BIN)/python -m autograder release

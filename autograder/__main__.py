@@ -1,16 +1,39 @@
-"""Command line: `python -m autograder release`, `python -m autograder grade` and `python -m autograder export`."""
+"""Command line: `python -m autograder release [ASSIGNMENT ...]`, `python -m autograder grade SUBMISSIONS --out DIR`
+and `python -m autograder export DIR --lms canvas|moodle ...`.
+
+Exit status: 0 when everything handed in was graded, 1 when some submissions could not be (each with its
+reason in grades.csv), 2 for a usage error, an unreadable SUBMISSIONS or when nothing could be graded.
+"""
 
 from __future__ import annotations
 
 import argparse
 import os
 import sys
+from importlib import metadata
 from pathlib import Path
 
 from autograder import export
 from autograder.release import release
 from autograder.similarity import DEFAULT_THRESHOLD
 from course import ROOT
+from course.chapters import slugs
+
+USAGE_ERROR = 2
+
+
+def _version() -> str:
+    try:
+        return f"%(prog)s {metadata.version('attention-by-hand')}"
+    except metadata.PackageNotFoundError:  # a checkout that was never installed (`pip install -e .`)
+        return "%(prog)s (not installed)"
+
+
+def _at_least_one(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
 
 
 def _grade_parser(commands) -> None:
@@ -18,21 +41,38 @@ def _grade_parser(commands) -> None:
         "grade", help="grade a class: grades.csv, feedback/ and report.html in --out",
         description="Grade every submission with nbgrader, in parallel, in sandboxed kernels. SUBMISSIONS is a "
                     "folder SUBMISSIONS/<student_id>/<assignment>/<notebook>.ipynb, a zip of that layout, or a "
-                    "Canvas submissions zip. Re-running grades only what changed.")
-    grade.add_argument("submissions", type=Path, help="folder or zip of submissions")
-    grade.add_argument("--out", type=Path, required=True, help="folder for grades.csv, feedback/, report.html")
-    grade.add_argument("--jobs", type=int, default=None,
-                       help="parallel graders (default: the number of cores; not with --scheduler)")
+                    "Canvas submissions zip. Re-running grades only what changed. Exit status: 0 when everything "
+                    "handed in was graded, 1 when some submissions could not be (grades.csv says why), 2 for a "
+                    "usage error, an unreadable SUBMISSIONS or when nothing could be graded.")
+    grade.add_argument("submissions", type=Path, metavar="SUBMISSIONS", help="folder or zip of submissions")
+    grade.add_argument("--out", type=Path, required=True, metavar="DIR",
+                       help="folder for grades.csv, feedback/, report.html (not inside solutions/, exercises/ or "
+                            "--source)")
+    grade.add_argument("--assignment", action="append", default=[], metavar="A",
+                       help="grade only this assignment (repeatable; default: every assignment handed in)")
+    grade.add_argument("--student", action="append", default=[], metavar="S",
+                       help="grade only this student id (repeatable; default: every student found)")
+    grade.add_argument("--force", action="store_true", help="grade again what an earlier run stored")
+    grade.add_argument("--jobs", type=_at_least_one, default=None, metavar="N",
+                       help="parallel graders, at least 1 (default: the number of cores; not with --scheduler)")
     grade.add_argument("--scheduler", default="", metavar="ADDRESS",
                        help="grade on the Dask cluster of this scheduler (e.g. tcp://10.0.0.5:8786) instead of "
                             "local processes; its workers set the parallelism")
-    grade.add_argument("--db", default="", help="gradebook SQLAlchemy URL (default: sqlite in --out)")
-    grade.add_argument("--source", type=Path, default=ROOT / "solutions",
+    grade.add_argument("--db", default="", metavar="URL", help="gradebook SQLAlchemy URL (default: sqlite in DIR)")
+    grade.add_argument("--source", type=Path, default=ROOT / "solutions", metavar="DIR",
                        help="folder of nbgrader source assignments (default: solutions/)")
-    grade.add_argument("--cell-timeout", type=int, default=60, help="seconds one cell may run (default 60)")
-    grade.add_argument("--timeout", type=int, default=600,
+    grade.add_argument("--cell-timeout", type=_at_least_one, default=60, metavar="S",
+                       help="seconds one cell may run (default 60)")
+    grade.add_argument("--timeout", type=_at_least_one, default=600, metavar="S",
                        help="seconds of wall and CPU time for one submission (default 600)")
-    grade.add_argument("--memory", type=float, default=3.0, help="GiB of address space per kernel (default 3)")
+    grade.add_argument("--memory", type=float, default=3.0, metavar="GiB",
+                       help="GiB of address space per kernel (default 3)")
+    grade.add_argument("--disk", type=_at_least_one, default=512, metavar="MiB",
+                       help="MiB of files a kernel may write in its folder (default 512); past it the submission "
+                            "is not graded: too large")
+    grade.add_argument("--max-unpacked", type=float, default=2.0, metavar="GiB",
+                       help="GiB a zip of submissions may unpack in all (default 2); the students past it are not "
+                            "graded: too large")
     grade.add_argument("--no-isolate", action="store_true",
                        help="run kernels without the bubblewrap sandbox, as this user (resource limits still apply; "
                             "a warning says so)")
@@ -41,6 +81,31 @@ def _grade_parser(commands) -> None:
                             f"similarity.csv and the report, for the instructor only (default {DEFAULT_THRESHOLD})")
     grade.add_argument("--no-similarity", action="store_true", help="no similarity report (no similarity.csv)")
     grade.add_argument("--quiet", action="store_true", help="no progress bar")
+    grade.add_argument("--version", action="version", version=_version())
+
+
+def _usage_problem(args: argparse.Namespace) -> str:
+    """Why these grade arguments cannot run ('' when they can): each a line that names the argument."""
+    source, out = args.source.resolve(), args.out.resolve()
+    if not args.submissions.exists():
+        return f"SUBMISSIONS: no such folder or zip: {args.submissions}"
+    if not source.is_dir():
+        return f"--source: no such folder: {args.source}"
+    for folder, name in ((ROOT / "solutions", "solutions/"), (ROOT / "exercises", "exercises/"),
+                         (source, "--source"), (args.submissions.resolve(), "SUBMISSIONS")):
+        if out == folder or out.is_relative_to(folder):
+            return (f"--out {args.out} is inside {name} ({folder}): grades, feedback and the gradebook would be "
+                    "released with the course or read by the notebooks graded; choose a folder outside it")
+    from autograder.assignments import course_notebooks
+
+    course = sorted(set(course_notebooks(source).values()))
+    unknown = [a for a in args.assignment if a not in course]
+    if unknown:
+        return f"--assignment {unknown[0]}: not an assignment of {args.source} ({', '.join(course)})"
+    if args.scheduler and args.jobs is not None:
+        return ("--jobs has no meaning with --scheduler: each thread of each Dask worker grades one submission at "
+                "a time (start workers with `dask worker --nworkers N --nthreads 1`)")
+    return ""
 
 
 def _fraction(text: str) -> float:
@@ -51,30 +116,39 @@ def _fraction(text: str) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m autograder", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m autograder", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=_version())
     commands = parser.add_subparsers(dest="command", required=True)
-    commands.add_parser("release", help="regenerate exercises/ from solutions/ with nbgrader")
+    release_parser = commands.add_parser("release", help="regenerate exercises/ from solutions/ with nbgrader")
+    release_parser.add_argument("assignments", nargs="*", metavar="ASSIGNMENT",
+                                help="the assignments to regenerate (default: every chapter)")
     _grade_parser(commands)
     export.add_parser(commands)
     args = parser.parse_args(argv)
     if args.command == "export":
         return export.run(args)
     if args.command == "release":
-        for folder in release():
+        unknown = [a for a in args.assignments if a not in slugs()]
+        if unknown:
+            print(f"error: {unknown[0]} is not an assignment of this course ({', '.join(slugs())})", file=sys.stderr)
+            return USAGE_ERROR
+        for folder in release(assignments=tuple(args.assignments) or None):
             print(f"released {folder}")
         return 0
+    problem = _usage_problem(args)
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return USAGE_ERROR
     from autograder.grade import Options, grade
 
-    if not args.submissions.exists():
-        parser.error(f"no such folder or zip: {args.submissions}")
-    if args.scheduler and args.jobs is not None:
-        parser.error("--jobs has no meaning with --scheduler: each thread of each Dask worker grades one "
-                     "submission at a time (start workers with `dask worker --nworkers N --nthreads 1`)")
     jobs = 1 if args.scheduler else len(os.sched_getaffinity(0)) if args.jobs is None else args.jobs
-    return grade(Options(submissions=args.submissions, out=args.out.resolve(), jobs=max(1, jobs), db_url=args.db,
+    return grade(Options(submissions=args.submissions, out=args.out.resolve(), jobs=jobs, db_url=args.db,
                          source=args.source.resolve(), cell_timeout=args.cell_timeout,
                          submission_timeout=args.timeout, memory_bytes=int(args.memory * 2**30),
+                         disk_bytes=args.disk * 2**20, unpacked_bytes=int(args.max_unpacked * 2**30),
                          isolate=not args.no_isolate, progress=not args.quiet, scheduler=args.scheduler,
+                         assignments=tuple(args.assignment), students=tuple(args.student), force=args.force,
                          similarity_threshold=None if args.no_similarity else args.similarity_threshold))
 
 

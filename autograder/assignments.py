@@ -47,10 +47,17 @@ def read_template(assignment: str, key: str, folder: Path, source: Path) -> Temp
     return Template(assignment, key, folder, notebooks, tuple(cells), "import torch" in text or "from torch" in text)
 
 
-def prepare_templates(source: Path, cache: Path, pool: Pool) -> dict[str, Template]:
-    """Generate (or reuse from ``cache``) the template of every assignment folder in ``source``."""
-    assignments = sorted(p.name for p in source.iterdir()
-                         if p.is_dir() and not p.name.startswith((".", "_")) and any(p.glob("*.ipynb")))
+def course_notebooks(source: Path) -> dict[str, str]:
+    """Every notebook file name of the assignments in ``source`` -> its assignment (what a Canvas file's
+    original name is matched against). An assignment is a folder of ``source`` that holds a notebook."""
+    return {path.name: folder.name for folder in sorted(source.iterdir())
+            if folder.is_dir() and not folder.name.startswith((".", "_")) for path in sorted(folder.glob("*.ipynb"))}
+
+
+def prepare_templates(source: Path, cache: Path, pool: Pool, only: set[str] | None = None) -> dict[str, Template]:
+    """Generate (or reuse from ``cache``) the template of every assignment folder in ``source`` (of those in
+    ``only``, when given)."""
+    assignments = sorted({a for a in course_notebooks(source).values() if only is None or a in only})
     shared = hashlib.sha256(NBGRADER_CONFIG.read_bytes() + (ROOT / "autograder" / "checks.py").read_bytes())
     keys = {a: hashlib.sha256(f"{FORMAT_VERSION}:{a}:{hash_folder(source / a)}:{shared.hexdigest()}".encode())
             .hexdigest() for a in assignments}

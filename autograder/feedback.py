@@ -102,13 +102,25 @@ def redact(text: str, secret: list[str]) -> str:
     return text
 
 
+def _failing_line(output: nbformat.NotebookNode) -> str:
+    """The source line an error's traceback marks last (IPython's ``---->``), without its line number."""
+    marked = [line for line in ANSI.sub("", "\n".join(output.get("traceback", []))).splitlines()
+              if line.lstrip().startswith("---->")]
+    return re.sub(r"^\s*---->\s*\d*\s?", "", marked[-1]).strip() if marked else ""
+
+
 def cell_message(cell: nbformat.NotebookNode) -> str:
     """Why a graded test cell failed: its error (name and message) or what it wrote to stderr, without the lines of
-    its hidden tests."""
+    its hidden tests. A bare ``assert`` of a visible test (no message) is shown by its line; a hidden test's code
+    never is."""
     secret = hidden_lines([cell])
     for output in cell.get("outputs", []):
         if output.output_type == "error":
-            return redact(shorten(ANSI.sub("", f"{output.ename}: {output.evalue}"), MESSAGE_LIMIT), secret)
+            message = ANSI.sub("", f"{output.ename}: {output.evalue}")
+            if not str(output.evalue).strip() and "BEGIN HIDDEN TESTS" not in _text(cell.get("source", "")):
+                line = _failing_line(output)
+                message = f"{output.ename} in {line}" if line else message
+            return redact(shorten(message, MESSAGE_LIMIT), secret)
     for output in cell.get("outputs", []):
         if output.output_type == "stream" and output.name == "stderr":
             text = "wrote to stderr (a graded cell must not): " + _text(output.text).strip()

@@ -1,16 +1,22 @@
 """`python -m autograder grade`: grade a class in parallel with nbgrader, in sandboxed kernels, resumably.
 
-1. A real sandbox is started once (`autograder.sandbox.check`) while each assignment's template is
-   generated or reused (`autograder.assignments`). When no sandbox can be made the command stops
-   with the reason and the line that enables it, unless ``--no-isolate`` was asked for.
-2. Each (student, assignment) becomes a task keyed by a hash of the submitted notebook(s), the
+1. SUBMISSIONS is read (`autograder.submissions`): every student found, with what each handed in or why
+   it cannot be graded; the run prints a line for each problem of the input. An unreadable SUBMISSIONS
+   ends the run here (exit status 2). ``--student`` and ``--assignment`` keep what they name.
+2. A real sandbox is started once (`autograder.sandbox.check`) while the template of each assignment
+   handed in is generated or reused (`autograder.assignments`). When no sandbox can be made the
+   command stops with the reason and the line that enables it, unless ``--no-isolate`` was asked for.
+3. Each (student, assignment) becomes a task keyed by a hash of the submitted notebook(s), the
    template and the limits (`autograder.results`). A task whose key matches a stored result in
-   ``DIR/.state`` is not graded again, so re-running is idempotent and an interrupted run resumes.
-3. ``--jobs`` worker processes (`autograder.pool`) grade the others, each job with
+   ``DIR/.state`` is not graded again (unless ``--force``), so re-running is idempotent and an
+   interrupted run resumes; a result that is not the student's own failure (a killed worker) is
+   never stored.
+4. ``--jobs`` worker processes (`autograder.pool`) grade the others, each job with
    `autograder.worker.grade_submission` in a kernel of its own sandbox.
-4. This process writes each result's feedback, merges every result into the class gradebook
-   (``--db``, any SQLAlchemy URL), then writes ``grades.csv``, ``similarity.csv`` (`autograder.similarity`,
-   for the instructor only) and ``report.html``.
+5. This process writes each result's feedback, merges every result into the class gradebook
+   (``--db``, any SQLAlchemy URL), then writes ``grades.csv``, ``similarity.csv``
+   (`autograder.similarity`, for the instructor only) and ``report.html``. The exit status is
+   0 when everything handed in was graded, 1 when some of it could not be, 2 when nothing was.
 """
 
 from __future__ import annotations
@@ -23,14 +29,14 @@ import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from autograder.assignments import prepare_templates
+from autograder.assignments import course_notebooks, prepare_templates
 from autograder.pool import Pool, WorkerStartError
 from autograder.records import Options, Task, Template
 from autograder.release import nbgrader_environment
 from autograder.results import Progress, load_state, make_tasks, save_state, write_grades
 from autograder.sandbox import SandboxUnavailable, bwrap_path, check
 from autograder.similarity import class_similarity, write_similarity
-from autograder.submissions import find
+from autograder.submissions import SubmissionsUnreadable, find, normal_id, select, valid_student_id
 
 NO_ISOLATE_WARNING = ("warning: --no-isolate: kernels run as this user without a sandbox, with resource limits "
                       "only: student code can read and write whatever this user can and reach the network")
@@ -47,7 +53,8 @@ def isolation_line(isolate: bool) -> str:
 
 
 def grade(options: Options) -> int:
-    """Grade every submission; returns the exit status (1 when nothing could be graded)."""
+    """Grade every submission; returns the exit status: 0 when everything handed in was graded, 1 when some of
+    it could not be (the reasons are in grades.csv), 2 when SUBMISSIONS cannot be read or nothing was graded."""
     out = options.out
     out.mkdir(parents=True, exist_ok=True)
     os.environ["PATH"] = nbgrader_environment()["PATH"]
@@ -57,40 +64,50 @@ def grade(options: Options) -> int:
     pool = Pool(options.jobs, out / ".logs", options.memory_bytes)
     cluster = None
     try:
+        found, said = find(options.submissions, course_notebooks(options.source), scratch / "submissions",
+                           options.unpacked_bytes)
+        found = select(found, options.students, options.assignments)
+        for line in said:
+            print(line, file=sys.stderr)
+        for student in sorted(set(map(normal_id, options.students)) - set(found)):
+            print(f"--student {student}: nothing of this student in {options.submissions}", file=sys.stderr)
+        if not found:
+            print(f"error: no submissions found in {options.submissions}", file=sys.stderr)
+            return 2
         if options.scheduler:  # first: an unreachable or unfit cluster stops the run within seconds
             from autograder.cluster import ClusterPool
 
             cluster = ClusterPool(options.scheduler, options.isolate)
         with ThreadPoolExecutor(1) as background:
             isolation_check = None if cluster else background.submit(isolation_line, options.isolate)
-            templates = prepare_templates(options.source, out / ".cache", pool)
+            templates = prepare_templates(options.source, out / ".cache", pool, _handed_in(found, options))
             isolation = cluster.isolation if cluster else isolation_check.result()
-        if not templates:
-            print(f"no assignments found in {options.source}", file=sys.stderr)
-            return 1
-        notebooks = {f"{n}.ipynb": t.assignment for t in templates.values() for n in t.notebooks}
-        found, rejected = find(options.submissions, notebooks, scratch / "submissions")
-        for name in rejected:
-            print(f"skipped '{name}': not a valid student id", file=sys.stderr)
         tasks = make_tasks(found, templates, f"{options.cell_timeout}:{options.limits.key}:{options.isolate}")
-        if not tasks:
-            print(f"no submissions found in {options.submissions}", file=sys.stderr)
-            return 1
         where = cluster.describe() if cluster else f"with {options.jobs} jobs"
         print(f"grading {len(tasks)} submissions of {len(found)} students {where}\n{isolation}", file=sys.stderr)
         return _grade_tasks(options, tasks, templates, cluster or pool, scratch)
+    except SubmissionsUnreadable as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     except SandboxUnavailable as error:
         print(f"error: {error}\nTo grade without a sandbox anyway (student code then runs as you, with resource "
               "limits only), pass --no-isolate.", file=sys.stderr)
-        return 1
+        return 2
     except WorkerStartError as error:
         print(f"error: {error}", file=sys.stderr)
-        return 1
+        return 2
     finally:
         pool.close()
         if cluster:
             cluster.close()
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _handed_in(found: dict, options: Options) -> set[str] | None:
+    """The assignments whose template is needed: those handed in, else those asked for (None: every one)."""
+    given = {a for entry in found.values() for part in (entry.files, entry.others, entry.problems) for a in part if a}
+    course = set(course_notebooks(options.source).values())
+    return (given & course) or set(options.assignments) or None
 
 
 def _write_feedback(folder: Path, result: dict) -> dict:
@@ -123,17 +140,18 @@ def _grade_tasks(options: Options, tasks: list[Task], templates: dict[str, Templ
             result = {**result, "reason": "; ".join(r for r in (task.note, result.get("reason", "")) if r)}
         if fresh and task.key and not result.pop("transient", False):
             save_state(out, task, result)
-        if result["status"] != "graded":
+        if result["status"] != "graded" and valid_student_id(task.student):  # an invalid id names no folder
             shutil.rmtree(out / "feedback" / task.student / task.assignment, ignore_errors=True)
         outcomes[(task.student, task.assignment)] = result
-        gradebook.record(task, result)
+        if valid_student_id(task.student):  # nbgrader's gradebook holds valid ids only
+            gradebook.record(task, result)
         progress.update(task, result["status"] == "graded")
 
     to_grade, reused = [], 0
     for task in tasks:
         if task.problem:
             finish(task, {"status": "failed", "reason": task.problem, "cells": []}, fresh=False)
-        elif (stored := load_state(out, task)) is not None:
+        elif not options.force and (stored := load_state(out, task)) is not None:
             finish(task, stored, fresh=False)
             reused += 1
         else:
@@ -161,9 +179,12 @@ def _grade_tasks(options: Options, tasks: list[Task], templates: dict[str, Templ
     write_similarity(out / "similarity.csv", similarity)
     write_report(out / "report.html", rows, templates, similarity)
     graded = sum(r["result"]["status"] == "graded" for r in rows)
+    failed = sum(r["result"]["status"] != "graded" and not task.missing for r, task in zip(rows, tasks))
     print(f"graded {graded} of {len(rows)} submissions ({len(to_grade)} run now, {reused} kept from an earlier "
           f"run); wrote {out / 'grades.csv'}, {out / 'feedback'}, {out / 'report.html'}", file=sys.stderr)
-    return 0 if graded else 1
+    if failed:
+        print(f"{failed} submissions could not be graded: grades.csv says why", file=sys.stderr)
+    return 2 if not graded else 1 if failed else 0
 
 
 def _terminate(signum: int, frame) -> None:

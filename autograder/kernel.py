@@ -17,6 +17,8 @@ import signal
 import sys
 import time
 
+from autograder.guards import die_with_parent
+
 
 def set_limits(memory_bytes: int, cpu_seconds: int, file_bytes: int, processes: int) -> None:
     """Apply the resource limits to this process (and so to everything it starts); 0 leaves one as it is."""
@@ -36,6 +38,7 @@ def _int_env(name: str) -> int:
 def main(argv: list[str]) -> None:
     """Set limits, preload the checks, then run ipykernel with ``argv``."""
     started = time.time()
+    die_with_parent()  # a kernel outside the sandbox (--no-isolate) dies with its worker too
     set_limits(_int_env("AUTOGRADER_MEMORY_BYTES"), _int_env("AUTOGRADER_CPU_SECONDS"),
                _int_env("AUTOGRADER_FILE_BYTES"), _int_env("AUTOGRADER_PROCESSES"))
     import autograder.checks  # noqa: F401 - captures numpy's functions before student code runs

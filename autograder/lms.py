@@ -18,6 +18,7 @@ import csv
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from autograder.results import from_spreadsheet_safe
 from autograder.lms_table import ExportError, Table, format_number, parse_number
 
 NOT_GRADED = "not graded:"
@@ -62,7 +63,8 @@ def read_grades(out: Path) -> Grades:
     path = out / "grades.csv"
     try:
         with open(path, newline="", encoding="utf-8") as handle:
-            rows = list(csv.DictReader(handle))
+            rows = [{key: from_spreadsheet_safe(value or "") for key, value in row.items()}
+                    for row in csv.DictReader(handle)]
     except OSError:
         raise ExportError(f"{out} holds no grades.csv: grade first with "
                           f"`python -m autograder grade SUBMISSIONS --out {out}`") from None

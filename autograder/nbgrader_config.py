@@ -14,7 +14,10 @@ c.CourseDirectory.root = str(ROOT)
 c.CourseDirectory.source_directory = "solutions"
 c.CourseDirectory.release_directory = "exercises"
 c.CourseDirectory.db_url = f"sqlite:///{ROOT / 'gradebook.db'}"
-c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", ".*"]
+# Only an assignment's own files are released (and copied into each grading job): never what a grading run
+# writes (`python -m autograder grade` also refuses an output folder inside solutions/ or exercises/).
+c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", ".*", "gradebook.db",
+                            "grades.csv", "report.html", "similarity.csv", "*.db", "*.db-journal"]
 
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
 c.ClearSolutions.text_stub = "YOUR ANSWER HERE"

@@ -1,7 +1,11 @@
 """The local worker pool: ``--jobs`` `autograder.worker` processes, each grading one job at a time.
 
 A worker that dies or overruns its job's time limit is killed (its sandboxed kernel dies with it:
-bwrap runs with ``--die-with-parent``) and replaced; only that job fails. A worker that cannot
+bwrap runs with ``--die-with-parent``) and replaced; only that job fails. A job whose worker died is
+marked ``transient`` (not the student's failure: it is not stored, so the next run grades it again);
+a job past its time limit is the student's own failure. Workers die with the grader
+(`autograder.guards`); they are started from the thread that calls `Pool.run`, since the kernel's
+parent-death signal follows the thread that started a process. A worker that cannot
 start, or dies before it says it is ready, ends the whole run with `WorkerStartError`, which names
 the cause: every later worker would fail the same way.
 """
@@ -43,11 +47,13 @@ class Worker:
     def __init__(self, slot: int, env: dict[str, str], log: Path, python: str = sys.executable):
         self.slot, self.env, self.log, self.python = slot, env, log, python
         self.process: subprocess.Popen | None = None
+        self.ready = False
 
-    def start(self) -> None:
-        """Start the worker unless it is running and wait until it is ready; `WorkerStartError` if it cannot."""
+    def spawn(self) -> None:
+        """Start the worker's process unless it is running; `WorkerStartError` if it cannot."""
         if self.process is not None and self.process.poll() is None:
             return
+        self.ready = False
         with open(self.log, "ab") as log:
             try:
                 self.process = subprocess.Popen([self.python, "-m", "autograder.worker"], stdin=subprocess.PIPE,
@@ -56,12 +62,19 @@ class Worker:
             except OSError as error:
                 raise WorkerStartError(f"could not start a grading worker ({self.python} -m autograder.worker): "
                                        f"{error}") from error
+
+    def start(self) -> None:
+        """Start the worker unless it is running and wait until it is ready; `WorkerStartError` if it cannot."""
+        self.spawn()
+        if self.ready:
+            return
         line = self._read_line(time.monotonic() + START_TIMEOUT)
         if not line or "ready" not in json.loads(line):
             self.stop()
             cause = (f"it did not get ready within {START_TIMEOUT} s" if line is None
                      else f"it exited at start; the end of its log ({self.log}):\n{self._log_tail()}")
             raise WorkerStartError(f"a grading worker could not start: {cause}")
+        self.ready = True
 
     def _log_tail(self, lines: int = 15) -> str:
         try:
@@ -81,9 +94,11 @@ class Worker:
         if line:
             return json.loads(line)
         self.stop()
-        reason = (f"grading took longer than {timeout:.0f} s and was stopped" if line is None
-                  else "the grading process was killed (by the notebook?) while grading it")
-        return {"status": "failed", "reason": reason, "cells": []}
+        if line is None:
+            return {"status": "failed", "reason": f"grading took longer than {timeout:.0f} s and was stopped",
+                    "cells": []}
+        return {"status": "failed", "cells": [], "transient": True,
+                "reason": "the grading process was killed while grading it (it is graded again on the next run)"}
 
     def _read_line(self, deadline: float) -> bytes | None:
         """The worker's next line; b"" when it closed its output (it died), None when ``deadline`` passed."""
@@ -139,6 +154,8 @@ class Pool:
             except BaseException as error:  # noqa: BLE001 - handed to the main thread, which raises it
                 results.put(error)
 
+        for worker in self.workers[:len(jobs)]:
+            worker.spawn()  # in this thread: a worker dies with the thread that started it
         threads = [threading.Thread(target=serve, args=(w,), daemon=True) for w in self.workers[:len(jobs)]]
         for thread in threads:
             thread.start()

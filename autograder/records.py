@@ -9,19 +9,22 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from autograder.submissions import STAGING_BYTES
 from course import ROOT
 
 
 @dataclass(frozen=True)
 class Limits:
     """Resource limits of one kernel: bytes of address space, seconds of CPU time, bytes of any file it
-    writes, processes (and threads) in its sandbox, and bytes of its private /tmp."""
+    writes, processes (and threads) in its sandbox, bytes of its private /tmp, and bytes of all the files
+    in its writable folder (the disk quota, `autograder.guards.DiskQuota`)."""
 
     memory_bytes: int = 3 * 2**30
     cpu_seconds: int = 600
     file_bytes: int = 64 * 2**20
     processes: int = 256
     tmp_bytes: int = 256 * 2**20
+    disk_bytes: int = 512 * 2**20
 
     def as_dict(self) -> dict[str, int]:
         return asdict(self)
@@ -29,7 +32,8 @@ class Limits:
     @property
     def key(self) -> str:
         """Part of each job's cache key: results graded under other limits are graded again."""
-        return f"{self.cpu_seconds}:{self.memory_bytes}:{self.file_bytes}:{self.processes}:{self.tmp_bytes}"
+        return (f"{self.cpu_seconds}:{self.memory_bytes}:{self.file_bytes}:{self.processes}:{self.tmp_bytes}:"
+                f"{self.disk_bytes}")
 
 
 @dataclass(frozen=True)
@@ -46,15 +50,20 @@ class Options:
     memory_bytes: int = 3 * 2**30
     file_bytes: int = 64 * 2**20
     processes: int = 256
+    disk_bytes: int = 512 * 2**20
+    unpacked_bytes: int = STAGING_BYTES  # what a zip of submissions may unpack in all
     isolate: bool = True
     progress: bool = True
     scheduler: str = ""  # a Dask scheduler's address: grade there (`autograder.cluster`) instead of locally
     similarity_threshold: float | None = None  # list pairs this similar (`autograder.similarity`); None: off
+    assignments: tuple[str, ...] = ()  # grade only these (all when empty)
+    students: tuple[str, ...] = ()  # grade only these students (all when empty)
+    force: bool = False  # grade again what is stored
 
     @property
     def limits(self) -> Limits:
         return Limits(memory_bytes=self.memory_bytes, cpu_seconds=self.submission_timeout,
-                      file_bytes=self.file_bytes, processes=self.processes)
+                      file_bytes=self.file_bytes, processes=self.processes, disk_bytes=self.disk_bytes)
 
 
 @dataclass(frozen=True)
@@ -94,3 +103,4 @@ class Task:
     key: str = ""
     lms_user_id: str = ""  # the Canvas user id a Canvas zip's file names carried ("" otherwise)
     late: bool = False  # Canvas marked the submission that counts as late
+    missing: bool = False  # nothing handed in for this assignment: not graded, and not a failure of the run

@@ -1,9 +1,11 @@
 """The class report (`report.html`): one self-contained page with figures embedded as base64 PNGs, rendered
 from the Jinja2 template `autograder/templates/report.html` with autoescaping.
 
-It shows the score distribution of each assignment, the pass rate of each test, the failure
-messages that came back most often (which misconception hit the class), who could not be graded
-and why, and which students' code is similar (`autograder.similarity`), side by side.
+It shows the score distribution of each assignment, the pass rate of each test (and how many did not
+attempt it), the failure messages that came back most often (which misconception hit the class; what
+was not attempted is not counted there), who could not be graded and why, and a table of every
+student: the score of each assignment and what failed, and which students' code is similar
+(`autograder.similarity`), side by side.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from autograder.similarity import Similarity
 SHOWN_PAIRS = 50  # pairs shown side by side in the report; similarity.csv lists them all
 MISTAKE = re.compile(r"This is what you get with this mistake: (.+?)\.?$", re.MULTILINE)
 ADDRESS = re.compile(r"0x[0-9a-fA-F]{6,}")
+NOT_ATTEMPTED = "not attempted:"
 
 
 def _png(figure) -> str:
@@ -40,7 +43,7 @@ def failure_summary(message: str) -> str:
         return f"mistake: {mistake.group(1)}"
     lines = [line.strip() for line in message.splitlines() if line.strip()]
     if lines and lines[0].startswith("NotImplementedError"):
-        return "not attempted: the solution cell still raises NotImplementedError"
+        return f"{NOT_ATTEMPTED} the solution cell still raises NotImplementedError"
     # Object addresses differ between students: without them the same failure counts once per class.
     return ADDRESS.sub("0x...", lines[0][:200]) if lines else "(no message)"
 
@@ -71,7 +74,8 @@ def _distribution(rows: list[dict], assignments: list[str], templates: dict) -> 
     return _png(figure)
 
 
-def _pass_rates(rows: list[dict], assignment: str, template) -> tuple[str, list[tuple[str, int, int]]]:
+def _pass_rates(rows: list[dict], assignment: str, template) -> tuple[str, list[tuple[str, int, int, int]]]:
+    """The pass-rate figure, and per test (grade_id, passed, graded, not attempted)."""
     import matplotlib.pyplot as plt
 
     graded = [r["result"] for r in rows if r["assignment"] == assignment and r["result"]["status"] == "graded"]
@@ -79,10 +83,12 @@ def _pass_rates(rows: list[dict], assignment: str, template) -> tuple[str, list[
     for notebook, grade_id, _ in template.cells:
         outcomes = [c["passed"] for result in graded for c in result["cells"]
                     if c["grade_id"] == grade_id and c["notebook"] == notebook]
-        rates.append((grade_id, sum(outcomes), len(outcomes)))
+        skipped = sum(not_attempted(c) for result in graded for c in result["cells"]
+                      if c["grade_id"] == grade_id and c["notebook"] == notebook and not c["passed"])
+        rates.append((grade_id, sum(outcomes), len(outcomes), skipped))
     figure, axis = plt.subplots(figsize=(7, 0.3 * len(rates) + 1), layout="constrained")
-    names = [name for name, _, _ in rates][::-1]
-    values = [100 * passed / total if total else 0 for _, passed, total in rates][::-1]
+    names = [name for name, _, _, _ in rates][::-1]
+    values = [100 * passed / total if total else 0 for _, passed, total, _ in rates][::-1]
     axis.barh(names, values, color="#55a868")
     axis.set_xlim(0, 100)
     axis.set_xlabel("students who passed (%)")
@@ -101,14 +107,37 @@ def _assignment_rows(rows: list[dict], assignments: list[str], templates: dict) 
     return summaries
 
 
+def not_attempted(cell: dict) -> bool:
+    """Whether a failed cell failed only because the solution cell was left as released."""
+    return failure_summary(cell["message"]).startswith(NOT_ATTEMPTED)
+
+
 def failures(rows: list[dict], top: int = 20) -> list[tuple[tuple[str, str, str], int]]:
-    """The ``top`` most frequent ((assignment, test, failure summary), students) over the class."""
+    """The ``top`` most frequent ((assignment, test, failure summary), students) over the class: real mistakes
+    only (what was not attempted is counted per test in the pass-rate table), ties in a stable order."""
     counts: Counter[tuple[str, str, str]] = Counter()
     for row in rows:
         for cell in row["result"].get("cells", []):
-            if not cell["passed"]:
+            if not cell["passed"] and not not_attempted(cell):
                 counts[(row["assignment"], cell["grade_id"], failure_summary(cell["message"]))] += 1
-    return counts.most_common(top)
+    return sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:top]
+
+
+def student_table(rows: list[dict], assignments: list[str]) -> list[dict]:
+    """One entry per student: ``id``, and per assignment (in ``assignments`` order) ``score``, ``max_score``
+    and ``failed``: the tests failed (those not attempted marked so) or why it was not graded."""
+    table: dict[str, dict] = {}
+    for row in sorted(rows, key=lambda r: (r["student_id"], r["assignment"])):
+        entry = table.setdefault(row["student_id"], {"id": row["student_id"], "assignments": {}})
+        result = row["result"]
+        if result["status"] != "graded":
+            failed = row["reason"]
+        else:
+            failed = ", ".join(f"{c['grade_id']}{' (not attempted)' if not_attempted(c) else ''}"
+                               for c in result.get("cells", []) if not c["passed"])
+        entry["assignments"][row["assignment"]] = {"score": row["score"], "max_score": row["max_score"],
+                                                   "failed": failed}
+    return list(table.values())
 
 
 def render_report(rows: list[dict], templates: dict, similarity: Similarity | None = None) -> str:
@@ -125,6 +154,7 @@ def render_report(rows: list[dict], templates: dict, similarity: Similarity | No
         generated=f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M}",
         distribution=_distribution(rows, assignments, templates) if assignments else "",
         assignments=_assignment_rows(rows, assignments, templates), failures=failures(rows),
+        assignment_names=assignments, student_rows=student_table(rows, assignments),
         similarity=similarity, shown_pairs=SHOWN_PAIRS)
 
 

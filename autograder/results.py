@@ -11,36 +11,44 @@ import sys
 from pathlib import Path
 
 from autograder.records import Task, Template
+from autograder.submissions import Found
 
 
-def make_tasks(found: dict, templates: dict[str, Template], limits_key: str) -> list[Task]:
-    """A task for every student and every assignment that anyone submitted (or that the course has)."""
-    given = sorted({a for entry in found.values() for a in entry.files if a})
+def make_tasks(found: dict[str, Found], templates: dict[str, Template], limits_key: str) -> list[Task]:
+    """A task for every student found and every assignment that anyone handed in (or that the course has)."""
+    given = sorted({a for entry in found.values() for part in (entry.files, entry.others, entry.problems)
+                    for a in part if a})
     assignments = [a for a in given if a in templates] or sorted(templates)
     unknown = [a for a in given if a not in templates]
     tasks = []
     for student, entry in sorted(found.items()):
-        stray = [p.name for p in entry.files.get("", [])]
         for assignment in assignments:
-            tasks.append(_task(student, templates[assignment], entry.files.get(assignment), stray, limits_key))
-            tasks[-1].lms_user_id, tasks[-1].late = entry.lms_user_id, assignment in entry.late
+            tasks.append(_task(student, templates[assignment], entry, limits_key))
         for assignment in unknown:
-            if assignment in entry.files:
-                tasks.append(Task(student, assignment, problem=f"'{assignment}' is not an assignment of this course"))
+            if assignment in entry.files or assignment in entry.others:
+                tasks.append(Task(student, assignment, note="; ".join(entry.notes),
+                                  problem=f"'{assignment}' is not an assignment of this course"))
     return tasks
 
 
-def _task(student: str, template: Template, files: list[Path] | None, stray: list[str], limits_key: str) -> Task:
-    task = Task(student, template.assignment)
+def _found_instead(entry: Found, assignment: str) -> str:
+    """What the student handed in that is not the assignment's notebook, as a clause ('' when nothing)."""
+    names = [p.name for p in entry.files.get("", [])] + entry.others.get(assignment, []) + entry.others.get("", [])
+    return f"; found instead: {', '.join(names)}" if names else ""
+
+
+def _task(student: str, template: Template, entry: Found, limits_key: str) -> Task:
+    task = Task(student, template.assignment, note="; ".join(entry.notes), lms_user_id=entry.lms_user_id,
+                late=template.assignment in entry.late)
     expected = ", ".join(f"{n}.ipynb" for n in template.notebooks)
-    if files is None:
-        task.problem = f"no submission (expected {expected})"
-        if stray:
-            task.problem += f"; notebooks that match no assignment: {', '.join(stray)}"
+    problems = entry.problems.get("", []) + entry.problems.get(template.assignment, [])
+    files = entry.files.get(template.assignment)
+    if problems:
+        task.problem = "; ".join(problems)
         return task
-    too_large = [p.name for p in files if p.suffix == ".too-large"]
-    if too_large:
-        task.problem = f"notebook too large to grade: {', '.join(too_large)}"
+    if files is None:
+        instead = _found_instead(entry, template.assignment)
+        task.problem, task.missing = f"no submission (expected {expected}){instead}", not instead
         return task
     by_name = {p.name: p for p in files}
     unmatched = [p for p in files if p.stem not in template.notebooks]
@@ -48,10 +56,10 @@ def _task(student: str, template: Template, files: list[Path] | None, stray: lis
         path = by_name.get(f"{name}.ipynb")
         if path is None and len(template.notebooks) == 1 and len(unmatched) == 1:
             path = unmatched[0]
-            task.note = f"misnamed notebook: graded {path.name} as {name}.ipynb"
+            task.note = "; ".join(filter(None, [task.note, f"misnamed notebook: graded {path.name} as {name}.ipynb"]))
         task.notebooks[name] = str(path) if path is not None else None
     if not any(task.notebooks.values()):
-        found_names = ", ".join(p.name for p in files) or "an empty folder"
+        found_names = ", ".join([p.name for p in files] + entry.others.get(template.assignment, [])) or "an empty folder"
         task.problem = f"no notebook named {expected} (found {found_names})"
     else:
         digest = hashlib.sha256(f"{template.key}:{limits_key}".encode())
@@ -121,17 +129,33 @@ def save_state(out: Path, task: Task, result: dict) -> None:
     scratch.replace(path)
 
 
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+GRADES_HEADER = ["student_id", "assignment", "score", "max_score", "reason", "lms_user_id", "late"]
+
+
+def spreadsheet_safe(text: str) -> str:
+    """``text`` as a spreadsheet shows it, never runs it: a field starting with = + - @ tab or CR gets a leading
+    single quote (OWASP's advice against CSV injection; the csv module quotes the rest)."""
+    return f"'{text}" if text.startswith(FORMULA_STARTS) else text
+
+
+def from_spreadsheet_safe(text: str) -> str:
+    """The field `spreadsheet_safe` was given: what a program reading grades.csv back must use."""
+    return text[1:] if text.startswith("'") and text[1:].startswith(FORMULA_STARTS) else text
+
+
 def write_csv(path: Path, header: list[str], rows: list[list[str]]) -> None:
-    """A CSV file for the instructor: the header, then the rows (grades.csv, similarity.csv)."""
+    """A CSV file for the instructor (grades.csv, similarity.csv): the header, then the rows, every field
+    `spreadsheet_safe` (numbers written here are never negative, so they pass unchanged)."""
     with open(path, "w", newline="") as handle:
         writer = csv.writer(handle)
         writer.writerow(header)
-        writer.writerows(rows)
+        writer.writerows([[spreadsheet_safe(field) for field in row] for row in rows])
 
 
 def write_grades(path: Path, rows: list[dict]) -> None:
     """grades.csv: student_id, assignment, score, max_score, reason (empty when graded normally), lms_user_id
     (the Canvas user id of a Canvas zip, else empty) and late (1 when Canvas marked the submission late, else 0)."""
-    write_csv(path, ["student_id", "assignment", "score", "max_score", "reason", "lms_user_id", "late"],
+    write_csv(path, GRADES_HEADER,
               [[row["student_id"], row["assignment"], f"{row['score']:g}", f"{row['max_score']:g}", row["reason"],
                 row["lms_user_id"], "1" if row["late"] else "0"] for row in rows])

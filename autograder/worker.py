@@ -9,7 +9,8 @@ For each job it builds a throw-away nbgrader course: the assignment's released f
 the submission as ``submitted/student/<assignment>/`` and a copy of the template gradebook (made by
 ``nbgrader generate_assignment``, so autograde restores locked cells and hidden tests from it).
 nbgrader's Autograde runs each notebook in a kernel inside bubblewrap (`autograder.sandbox`) whose
-only writable folder is the job's ``kernel/``; the scores are read back from the gradebook, hidden
+only writable folder is the job's ``kernel/`` (held under the disk quota, `autograder.guards.DiskQuota`,
+while the notebook runs); the scores are read back from the gradebook, hidden
 test code is removed, outputs shortened and nbgrader's GenerateFeedback writes the HTML.
 
 `autograder.pool` starts ``python -m autograder.worker`` processes: each says it is ready once
@@ -26,6 +27,7 @@ import re
 import resource
 import secrets
 import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -39,12 +41,14 @@ import nbformat  # noqa: E402
 
 from autograder.feedback import (MESSAGE_LIMIT, add_canary, canary_problem, cell_message, incidents,  # noqa: E402
                                  sanitize_for_feedback, shorten)
+from autograder.guards import DiskQuota, die_with_parent, watch_parent  # noqa: E402
 from autograder.records import Limits  # noqa: E402
 from autograder.safe_html import with_csp  # noqa: E402
 from autograder.sandbox import KERNEL_NAME, kernel_argv, prepare_home, write_kernelspec  # noqa: E402
 
 STUDENT = "student"
 _launches: list[float] = []
+_kernels: list[int] = []  # the process ids of this job's kernels (each the leader of its own session)
 
 
 def course_config(root: Path, db_url: str, **overrides: str):
@@ -176,7 +180,9 @@ def _record_launches() -> None:
 
         async def _async_launch_kernel(self, kernel_cmd, **kw):
             _launches.append(time.time())
-            return await super()._async_launch_kernel(kernel_cmd, **kw)
+            launched = await super()._async_launch_kernel(kernel_cmd, **kw)
+            _kernels.append(self.provisioner.process.pid)
+            return launched
 
         _launch_kernel = _async_launch_kernel
 
@@ -243,10 +249,15 @@ def _grade(assignment: str, notebooks: dict[str, bytes | None], template: Path, 
 
     _record_launches()
     _launches.clear()
+    _kernels.clear()
     started = time.time()
     config = grading_config(course, db_url, cell_timeout, home)
-    error_log = run_converter(Autograde, config, assignment, STUDENT)
+    with DiskQuota(home, limits.disk_bytes, _kill_kernels) as quota:
+        error_log = run_converter(Autograde, config, assignment, STUDENT)
     autograded_at = time.time()
+    if quota.exceeded:
+        return {"status": "failed", "cells": [], "reason": f"too large: the notebook wrote more than "
+                f"{limits.disk_bytes / 2**20:.0f} MiB of files while it ran (the disk quota of a submission)"}
     if error_log:
         return {"status": "failed", "reason": _failure_reason(error_log), "cells": []}
     cells = _read_scores(db_url, assignment, list(notebooks), course)
@@ -269,6 +280,15 @@ def _grade(assignment: str, notebooks: dict[str, bytes | None], template: Path, 
         notes.append("feedback could not be written")
     return {"status": "graded", "reason": "; ".join(notes), "cells": cells, "feedback": feedback,
             "timings": _timings(home / "kernel.times", started, autograded_at)}
+
+
+def _kill_kernels() -> None:
+    """Kill this job's kernels and everything they started (bwrap's sandbox dies with it)."""
+    for pid in _kernels:
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            continue
 
 
 def _timings(kernel_times: Path, started: float, autograded_at: float) -> dict[str, float]:
@@ -299,7 +319,9 @@ def run_job(job: dict) -> dict:
 
 
 def main() -> None:
-    """Say ready once nbgrader is imported, then serve jobs from stdin until it closes."""
+    """Say ready once nbgrader is imported, then serve jobs from stdin until it closes (or the grader dies)."""
+    die_with_parent()
+    watch_parent()
     memory = int(os.environ.get("AUTOGRADER_WORKER_MEMORY_BYTES", "0"))
     if memory:
         # Outputs pile up here while a notebook prints: a flood ends this worker, not the machine.
@@ -317,7 +339,9 @@ def main() -> None:
         try:
             result = run_job(json.loads(line))
         except Exception as error:  # noqa: BLE001 - a failure of one submission is reported, not fatal
-            result = {"status": "failed", "reason": f"grading failed: {type(error).__name__}: {error}", "cells": []}
+            # The grader's own failure, not the student's: not stored, graded again on the next run.
+            result = {"status": "failed", "reason": f"grading failed: {type(error).__name__}: {error}", "cells": [],
+                      "transient": True}
         answers.write(json.dumps(result) + "\n")
         answers.flush()
 

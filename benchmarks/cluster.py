@@ -3,7 +3,7 @@
     python -m benchmarks.cluster [--students 8] [--assignments 01_similarity]
 
 The cluster is real: a `dask scheduler` and two `dask worker` processes (one process, one thread each)
-on 127.0.0.1, started before the timed run (`autograder.cluster_local.LocalCluster`). Both runs start
+on 127.0.0.1, started before the timed run (`tests.cluster_local.LocalCluster`). Both runs start
 with the assignment templates already generated, as a second run would. Printed: both wall times
 and the cluster's overhead per submission (connecting and checking the workers, moving the notebook
 and template bytes and the results through the scheduler), which is what distributing costs before
@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from autograder.cluster_local import LocalCluster
+from tests.cluster_local import LocalCluster
 from benchmarks.grading import make_class
 from course import ROOT
 from course.machine import describe_machine

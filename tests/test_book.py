@@ -16,6 +16,8 @@ from course import ROOT
 from course.chapters import chapters
 from course.notebooks import code_cells
 
+pytestmark = pytest.mark.slow
+
 CHAPTERS = [f"book/{found.slug}" for found in chapters()]
 
 

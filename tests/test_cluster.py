@@ -13,9 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from autograder.cluster_local import LocalCluster
+from tests.cluster_local import LocalCluster
 from tests.grading_helpers import (FIXTURE_SOURCE, ROOT, grade_cli, read_grades, released_notebooks, solution_sources,
                                    student_notebook, write_submission)
+
+pytestmark = pytest.mark.slow
 
 REFERENCE = solution_sources(FIXTURE_SOURCE / "toy" / "toy.ipynb")
 OPTIONS = ("--source", FIXTURE_SOURCE, "--cell-timeout", "10", "--timeout", "60", "--quiet")
@@ -84,7 +86,7 @@ def test_dead_scheduler_fails_within_seconds(classroom) -> None:
     started = time.monotonic()
     done = grade_cli(classroom["submissions"], "--out", classroom["root"] / "dead", "--scheduler",
                      f"tcp://127.0.0.1:{port}", *OPTIONS, timeout=60)
-    assert done.returncode == 1
+    assert done.returncode == 2
     assert f"cannot reach the Dask scheduler at tcp://127.0.0.1:{port}" in done.stderr, done.stderr
     assert time.monotonic() - started < 30, "the connect timeout is 10 s"
     assert not (classroom["root"] / "dead" / "grades.csv").exists()
@@ -101,7 +103,7 @@ def test_worker_with_another_course_version_is_refused(cluster, classroom, tmp_p
         cluster.wait_for_workers(3)
         done = grade_cli(classroom["submissions"], "--out", _out(classroom, "mixed"), "--scheduler",
                          cluster.address, *OPTIONS)
-        assert done.returncode == 1
+        assert done.returncode == 2
         lines = [line for line in done.stderr.splitlines() if "differs from this client" in line]
         assert len(lines) == 1 and "course version" in lines[0], done.stderr
         assert not (classroom["root"] / "mixed" / "grades.csv").exists()

@@ -82,7 +82,7 @@ def _zip(path: Path, members: dict[str, bytes]) -> Path:
 
 def _graded(tmp_path: Path, members: dict[str, bytes] = ZIP, scores: dict[str, float] = SCORES) -> Path:
     """DIR as `grade` leaves it for a Canvas zip of 01_similarity (out of 10), with these scores."""
-    found = from_zip(_zip(tmp_path / "submissions.zip", members), NOTEBOOKS, tmp_path / "staging")
+    found, _ = from_zip(_zip(tmp_path / "submissions.zip", members), NOTEBOOKS, tmp_path / "staging")
     template = Template("01_similarity", "key", tmp_path, ("similarity",), (("similarity", "mean", 10.0),), False)
     rows = [{"student_id": t.student, "assignment": t.assignment, "max_score": 10.0,
              "score": 0.0 if t.problem else scores[t.student],
@@ -115,15 +115,15 @@ def test_grades_csv_keeps_the_canvas_user_id_and_the_late_flag(tmp_path: Path) -
     assert "hoppergrace,01_similarity,10,10,,1002,1" in text
     assert "lovelaceada,01_similarity,8,10,,1001,0" in text
     assert "rikerwill,01_similarity,4,10,,1702,1" in text, "_late_ in lower case marks a late submission too"
-    assert "turingalan,01_similarity,0,10,not graded: no submission (expected similarity.ipynb),1004,0" in text
+    assert "turingalan,01_similarity,0,10,not graded: no submission (expected similarity.ipynb); found instead: essay.pdf,1004,0" in text
 
 
 def test_a_resubmission_takes_its_late_flag_from_the_submission_that_counts(tmp_path: Path) -> None:
-    found = from_zip(_zip(tmp_path / "s.zip", {"picard_LATE_1701_9001_similarity.ipynb": b"late first",
+    found, _ = from_zip(_zip(tmp_path / "s.zip", {"picard_LATE_1701_9001_similarity.ipynb": b"late first",
                                                "picard_1701_9002_similarity-1.ipynb": b"on time later"}),
                      NOTEBOOKS, tmp_path / "staging")
     assert found["picard"].late == set() and found["picard"].lms_user_id == "1701"
-    found = from_zip(_zip(tmp_path / "t.zip", {"picard_1701_9001_similarity.ipynb": b"on time",
+    found, _ = from_zip(_zip(tmp_path / "t.zip", {"picard_1701_9001_similarity.ipynb": b"on time",
                                                "picard_LATE_1701_9002_similarity-1.ipynb": b"late resubmission"}),
                      NOTEBOOKS, tmp_path / "staging2")
     assert found["picard"].late == {"01_similarity"}

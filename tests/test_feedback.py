@@ -17,7 +17,7 @@ from autograder.feedback import (HIDDEN_OUTPUT, HIDDEN_PLACEHOLDER, OUTPUT_LIMIT
                                  incidents, sanitize_for_feedback, shorten)
 from autograder.safe_html import CSP_META, with_csp
 from autograder.records import Template
-from autograder.report import failure_summary, failures, render_report
+from autograder.report import failure_summary, failures, render_report, student_table
 
 HIDDEN_TEST = "x = 1\n### BEGIN HIDDEN TESTS\nassert secret_check(add)\n### END HIDDEN TESTS\n"
 
@@ -101,6 +101,23 @@ def test_cell_message_prefers_the_error_then_stderr() -> None:
     assert cell_message(_code("", [])) == ""
 
 
+TRACEBACK = ["\x1b[31m---------------------------------------------------------------------------\x1b[0m",
+             "\x1b[31mAssertionError\x1b[0m                            Traceback (most recent call last)",
+             "Cell \x1b[0;32mIn[7], line 2\x1b[0m\n\x1b[1;32m      1\x1b[0m x \x1b[38;5;241m=\x1b[39m \x1b[38;5;241m1\x1b[39m\n"
+             "\x1b[0;32m----> 2\x1b[0m \x1b[38;5;28;01massert\x1b[39;00m mean([\x1b[38;5;241m1\x1b[39m]) \x1b[38;5;241m==\x1b[39m "
+             "\x1b[38;5;241m1\x1b[39m\n", "\x1b[31mAssertionError\x1b[0m: "]
+
+
+def test_a_bare_assert_of_a_visible_test_is_shown_by_its_line_a_hidden_one_never() -> None:
+    visible = _code("x = 1\nassert mean([1]) == 1", [_error("AssertionError", "", TRACEBACK)], grade=True)
+    assert cell_message(visible) == "AssertionError in assert mean([1]) == 1"
+    hidden = _code(HIDDEN_TEST, [_error("AssertionError", "", TRACEBACK)], grade=True)
+    assert cell_message(hidden) == "AssertionError: "
+    with_message = _code("assert mean([1]) == 1, 'mean([1]) should be 1'",
+                         [_error("AssertionError", "mean([1]) should be 1", TRACEBACK)], grade=True)
+    assert cell_message(with_message) == "AssertionError: mean([1]) should be 1"
+
+
 def test_incidents_name_timeouts_and_memory_errors_outside_tests() -> None:
     cells = [_code("", [_error("CellTimeoutError", "", [])], grade_id="add"),
              _code("", [_error("MemoryError", "", [])], grade_id="mean"),
@@ -138,8 +155,8 @@ def test_the_report_counts_and_escapes_everything_from_submissions() -> None:
     assert "&lt;script&gt;" in page and "&lt;b&gt;kernel died&lt;/b&gt;" in page
     assert "3 students, 3 submissions, 2 graded, 1 not graded." in page
     assert page.count("data:image/png;base64,") == 2
-    assert "<td>test_mean</td><td class=n>0</td><td class=n>2</td><td class=n>0%</td>" in page
-    assert "<td>test_add</td><td class=n>2</td><td class=n>2</td><td class=n>100%</td>" in page
+    assert "<td>test_mean</td><td class=n>0</td><td class=n>2</td><td class=n>0%</td><td class=n>0</td>" in page
+    assert "<td>test_add</td><td class=n>2</td><td class=n>2</td><td class=n>100%</td><td class=n>0</td>" in page
 
 
 def test_an_empty_class_report() -> None:
@@ -313,3 +330,36 @@ def test_a_browser_runs_no_planted_script_under_the_policy(tmp_path: Path) -> No
     page = _feedback_page(notebook, tmp_path)
     assert _title_in_chromium(page, tmp_path) == "toy script handler md", "the control page should run its scripts"
     assert _title_in_chromium(with_csp(page), tmp_path) == "toy"
+
+
+def _cell(grade_id: str, message: str) -> dict:
+    return {"notebook": "toy", "grade_id": grade_id, "points": 0.0, "max_points": 1.0, "passed": False,
+            "message": message}
+
+
+def test_not_attempted_is_counted_per_test_not_among_the_mistakes() -> None:
+    rows, templates = _rows()
+    blank = [_cell("test_add", "NotImplementedError: "), _cell("test_mean", "NotImplementedError: ")]
+    rows += [{"student_id": f"blank{i}", "assignment": "toy", "score": 0.0, "max_score": 5.0, "reason": "",
+              "result": {"status": "graded", "reason": "", "cells": blank}} for i in range(3)]
+    assert failures(rows) == [(("toy", "test_mean", "AssertionError: <script>alert('mean')</script>"), 2)]
+    page = render_report(rows, templates)
+    assert "<td>test_add</td><td class=n>2</td><td class=n>5</td><td class=n>40%</td><td class=n>3</td>" in page
+
+
+def test_ties_among_the_most_frequent_failures_keep_a_stable_order() -> None:
+    cells = [_cell(f"test_{name}", f"AssertionError: {name} is wrong") for name in "dcba"]
+    rows = [{"student_id": "ada", "assignment": "toy", "score": 0.0, "max_score": 4.0, "reason": "",
+             "result": {"status": "graded", "reason": "", "cells": cells}}]
+    assert [key[1] for key, _ in failures(rows, top=3)] == ["test_a", "test_b", "test_c"]
+
+
+def test_the_student_table_shows_each_score_and_what_failed() -> None:
+    rows, templates = _rows()
+    rows[1]["result"]["cells"] = [_cell("test_add", "NotImplementedError: "), _cell("test_mean", "AssertionError: x")]
+    table = {entry["id"]: entry["assignments"]["toy"] for entry in student_table(rows, ["toy"])}
+    assert table["ada"] == {"score": 3.0, "max_score": 5.0, "failed": "test_mean"}
+    assert table["bo"]["failed"] == "test_add (not attempted), test_mean"
+    assert table["<img src=x onerror=alert(1)>"]["failed"] == "not graded: x"
+    page = render_report(rows, templates)
+    assert "<h2>Students</h2>" in page and "<td class=n>3 / 5</td><td>test_mean</td>" in page

@@ -17,6 +17,8 @@ from course.notebooks import solution_sources, student_notebook
 from tests.grading_helpers import grade_cli, read_grades, write_submission
 from tests.harness import run_notebook
 
+pytestmark = [pytest.mark.slow, pytest.mark.sandbox]
+
 ASSIGNMENTS = list(slugs())
 BANK = {module.ASSIGNMENT: module for module in bank.modules()}
 

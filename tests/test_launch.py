@@ -20,6 +20,7 @@ import pytest
 from course import ROOT
 from course.chapters import chapters
 
+pytestmark = [pytest.mark.slow, pytest.mark.network]
 PAGES = [f"{found.slug}.md" for found in chapters()]
 # repo2docker's base environment provides the notebook server and its executor (nbclient).
 BASE_ENVIRONMENT = ["nbclient"]

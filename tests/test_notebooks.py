@@ -13,6 +13,8 @@ from nbclient import NotebookClient
 from course.chapters import chapter, slugs
 from course.notebooks import solution_sources, student_notebook
 
+pytestmark = pytest.mark.slow
+
 
 def _completed_exercise(assignment: str) -> nbformat.NotebookNode:
     """The student notebook with each solution cell replaced by the reference solution's cell."""

@@ -20,6 +20,8 @@ import pytest
 from tests.grading_helpers import (FIXTURE_SOURCE, grade_cli, read_grades, released_notebooks, solution_sources,
                                    student_notebook, write_submission)
 
+pytestmark = pytest.mark.slow
+
 
 def _binaries() -> Path | None:
     found = shutil.which("initdb")

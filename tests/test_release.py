@@ -12,6 +12,8 @@ from course import ROOT
 from course.chapters import chapter, slugs
 from course.notebooks import only_notebook
 
+pytestmark = pytest.mark.slow
+
 PRESENT = list(slugs())
 
 

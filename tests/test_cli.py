@@ -1,0 +1,155 @@
+"""The instructor command line's own checks (`python -m autograder`), in process and without grading: usage
+errors and unreadable input stop with one line and exit status 2 before any work; which templates a run
+builds; what a worker's death means for the stored results."""
+
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from autograder import pool as pool_module
+from autograder.__main__ import main
+from autograder.assignments import prepare_templates
+from autograder.grade import _handed_in
+from autograder.records import Options
+from autograder.submissions import find
+from course import ROOT
+from tests.grading_helpers import FIXTURE_SOURCE
+
+
+def _error_line(capsys) -> str:
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and captured.out == "", captured
+    return lines[0]
+
+
+@pytest.fixture()
+def submissions(tmp_path: Path) -> Path:
+    (tmp_path / "subs" / "ada" / "toy").mkdir(parents=True)
+    return tmp_path / "subs"
+
+
+@pytest.mark.parametrize("inside", ["solutions/01_similarity/out", "exercises/out", "solutions"])
+def test_an_output_folder_inside_the_course_sources_is_refused(capsys, submissions: Path, inside: str) -> None:
+    assert main(["grade", str(submissions), "--out", str(ROOT / inside)]) == 2
+    line = _error_line(capsys)
+    assert line.startswith(f"error: --out {ROOT / inside} is inside {inside.split('/')[0]}/"), line
+    assert not (ROOT / inside / "grades.csv").exists()
+
+
+def test_an_output_folder_inside_source_or_submissions_is_refused(capsys, submissions: Path, tmp_path) -> None:
+    assert main(["grade", str(submissions), "--out", str(FIXTURE_SOURCE / "toy" / "out"),
+                 "--source", str(FIXTURE_SOURCE)]) == 2
+    assert "is inside --source" in _error_line(capsys)
+    assert main(["grade", str(submissions), "--out", str(submissions / "out"), "--source", str(FIXTURE_SOURCE)]) == 2
+    assert "is inside SUBMISSIONS" in _error_line(capsys)
+    assert not (submissions / "out").exists() and not (FIXTURE_SOURCE / "toy" / "out").exists()
+
+
+@pytest.mark.parametrize(("arguments", "expected"), [
+    (["--source", "/nowhere"], "error: --source: no such folder: /nowhere"),
+    (["--assignment", "nope"], "error: --assignment nope: not an assignment of"),
+    (["--scheduler", "tcp://127.0.0.1:1", "--jobs", "2"], "error: --jobs has no meaning with --scheduler"),
+])
+def test_usage_errors_are_one_line_and_status_2(capsys, submissions: Path, tmp_path, arguments, expected) -> None:
+    source = [] if "--source" in arguments else ["--source", str(FIXTURE_SOURCE)]
+    assert main(["grade", str(submissions), "--out", str(tmp_path / "out"), *source, *arguments]) == 2
+    assert _error_line(capsys).startswith(expected)
+    assert not (tmp_path / "out").exists(), "nothing is written on a usage error"
+
+
+def test_missing_and_unreadable_submissions_stop_with_one_line(capsys, tmp_path: Path) -> None:
+    out = ["--out", str(tmp_path / "out"), "--source", str(FIXTURE_SOURCE), "--quiet"]
+    assert main(["grade", str(tmp_path / "nowhere.zip"), *out]) == 2
+    assert _error_line(capsys) == f"error: SUBMISSIONS: no such folder or zip: {tmp_path / 'nowhere.zip'}"
+    with zipfile.ZipFile(tmp_path / "class.zip", "w") as archive:
+        archive.writestr("ada/toy/toy.ipynb", b"{}" * 1000)
+    (tmp_path / "class.zip").write_bytes((tmp_path / "class.zip").read_bytes()[:500])
+    assert main(["grade", str(tmp_path / "class.zip"), *out]) == 2
+    assert _error_line(capsys).startswith(f"error: cannot read {tmp_path / 'class.zip'} as a zip")
+
+
+@pytest.mark.parametrize("jobs", ["0", "-1"])
+def test_jobs_must_be_at_least_one(capsys, submissions: Path, tmp_path, jobs: str) -> None:
+    with pytest.raises(SystemExit) as stopped:
+        main(["grade", str(submissions), "--out", str(tmp_path / "out"), "--jobs", jobs])
+    assert stopped.value.code == 2 and "argument --jobs: must be at least 1" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", [["--version"], ["grade", "--version"]])
+def test_version(capsys, command: list[str]) -> None:
+    with pytest.raises(SystemExit) as stopped:
+        main(command)
+    assert stopped.value.code == 0 and capsys.readouterr().out.startswith("python -m autograder")
+
+
+def test_help_names_the_metavars_of_the_readme(capsys) -> None:
+    with pytest.raises(SystemExit):
+        main(["grade", "--help"])
+    text = capsys.readouterr().out
+    for option in ("--out DIR", "--db URL", "--jobs N", "--source DIR", "--scheduler ADDRESS", "--assignment A",
+                   "--student S", "--force", "--disk MiB", "--max-unpacked GiB"):
+        assert option in text, option
+
+
+def test_release_of_an_unknown_assignment_is_a_usage_error(capsys) -> None:
+    assert main(["release", "01_similarity", "99_nothing"]) == 2
+    assert _error_line(capsys).startswith("error: 99_nothing is not an assignment of this course")
+
+
+def test_templates_are_built_only_for_the_assignments_handed_in(tmp_path: Path) -> None:
+    (tmp_path / "subs" / "ada" / "toy").mkdir(parents=True)
+    (tmp_path / "subs" / "ada" / "toy" / "toy.ipynb").write_text("{}")
+    found, _ = find(tmp_path / "subs", {"toy.ipynb": "toy", "toy_torch.ipynb": "toy_torch"}, tmp_path / "staging")
+    options = Options(submissions=tmp_path / "subs", out=tmp_path / "out", jobs=1, source=FIXTURE_SOURCE)
+    assert _handed_in(found, options) == {"toy"}
+
+    class Recorder:
+        jobs: list[dict] = []
+
+        def run(self, jobs, timeout, on_result) -> None:
+            self.jobs.extend(jobs)
+            raise RuntimeError("stop here")
+
+    recorder = Recorder()
+    with pytest.raises(RuntimeError, match="stop here"):
+        prepare_templates(FIXTURE_SOURCE, tmp_path / "cache", recorder, {"toy"})
+    assert [job["assignment"] for job in recorder.jobs] == ["toy"]
+
+
+def test_a_worker_that_dies_mid_job_is_transient_a_timeout_is_final(tmp_path: Path) -> None:
+    dies = tmp_path / "dies"
+    dies.write_text("#!/bin/sh\necho '{\"ready\": 1}'\nread line\nkill -9 $$\n")
+    dies.chmod(0o755)
+    worker = pool_module.Worker(0, {}, tmp_path / "log", python=str(dies))
+    result = worker.run({"kind": "grade"}, timeout=30)
+    assert result["transient"] is True and "graded again on the next run" in result["reason"], result
+    sleeps = tmp_path / "sleeps"
+    sleeps.write_text("#!/bin/sh\necho '{\"ready\": 1}'\nread line\nsleep 30\n")
+    sleeps.chmod(0o755)
+    worker = pool_module.Worker(0, {}, tmp_path / "log", python=str(sleeps))
+    result = worker.run({"kind": "grade"}, timeout=0.5)
+    assert "transient" not in result and result["reason"] == "grading took longer than 0 s and was stopped", result
+
+
+@pytest.mark.slow
+def test_release_copies_only_the_assignments_own_files(tmp_path: Path) -> None:
+    import shutil
+
+    from autograder.gradebook import use_inprocess_alembic
+    from autograder.worker import generate
+
+    use_inprocess_alembic()  # as a worker does: nbgrader would run `alembic` from PATH
+    source = tmp_path / "course" / "source"
+    shutil.copytree(FIXTURE_SOURCE / "toy", source / "toy")
+    (source / "toy" / "data.csv").write_text("x\n1\n")  # the assignment's own file: released
+    for junk in ("gradebook.db", "grades.csv", "report.html", "similarity.csv", ".state/ada/toy.json",
+                 "feedback/ada/toy/toy.html"):
+        (source / "toy" / junk).parent.mkdir(parents=True, exist_ok=True)
+        (source / "toy" / junk).write_text("a grading run's output")
+    assert generate("toy", tmp_path / "course", "source", tmp_path / "template")["status"] == "done"
+    released = tmp_path / "template" / "release" / "toy"
+    assert sorted(str(p.relative_to(released)) for p in released.rglob("*")) == ["data.csv", "toy.ipynb"]
