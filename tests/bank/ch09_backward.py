@@ -174,7 +174,7 @@ def attention_backward(q, k, v, grad_out, mask=None):
     ds = softmax_backward(p, torch.matmul(grad_out, v.mT))
     return torch.matmul(ds, k) / d ** 0.5, torch.matmul(ds.mT, q) / d ** 0.5, dv
 """),
-    Answer("flash_attention", "FlashAttention-1's backward order: query blocks outer, dK and dV accumulated in place",
+    Answer("flash_attention", "query blocks outer in the backward, dK and dV accumulated in place, logaddexp in the forward",
            """
 class FlashAttention(torch.autograd.Function):
     @staticmethod
