@@ -17,10 +17,12 @@ def main(argv: list[str] | None = None) -> int:
     new.add_argument("--library", choices=["NumPy", "PyTorch"], default="NumPy")
     new.add_argument("--learn", default="(one line: what the reader learns)",
                      help="one line for the introduction's map of the course")
-    new.add_argument("--functions", nargs="+", default=["example"], help="the graded functions' names")
+    new.add_argument("--functions", nargs="+", default=["example"],
+                     help="the graded functions' names, as separate words or one quoted, space-separated list")
     args = parser.parse_args(argv)
     try:
-        chapter = new_chapter(args.slug, args.title, args.library, tuple(args.functions), args.learn)
+        functions = tuple(name for words in args.functions for name in words.split())  # "f g" or f g
+        chapter = new_chapter(args.slug, args.title, args.library, functions, args.learn)
     except (ValueError, FileExistsError) as error:
         parser.error(str(error))
     print(f"created {chapter.page.name}, solutions/{chapter.slug}/{chapter.notebook}.ipynb and "

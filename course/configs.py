@@ -127,3 +127,7 @@ A100_MEMORY_HIERARCHY = (
 LONG_CONTEXT_TOKENS = 131072
 LONG_CONTEXT_SOURCE = ("Meta 2024, The Llama 3 Herd of Models (a context window of up to 128K tokens); "
                        "config.json of meta-llama/Llama-3.1-8B (max_position_embeddings: 131072)")
+
+LLAMA2_CONTEXT_TOKENS = 4096
+LLAMA2_CONTEXT_SOURCE = ("Touvron et al. 2023, Llama 2, Table 1 (context length 4k); config.json of "
+                         "meta-llama/Llama-2-7b-hf (max_position_embeddings: 4096)")

@@ -124,6 +124,8 @@ def new_chapter(slug: str, title: str, library: str, functions: tuple[str, ...],
     """Create and register a chapter under ``root`` (the repository, or a copy of it); returns it."""
     if not SLUG.match(slug):
         raise ValueError(f"a chapter slug looks like 07_flash_attention (two digits, _, lower case), not {slug!r}")
+    if not functions or not all(name.isidentifier() for name in functions):
+        raise ValueError(f"graded functions are Python names, one per word, not {list(functions)!r}")
     registry = root / REGISTRY.relative_to(ROOT)
     known = read_registry(registry)
     if any(c.slug == slug or c.number == int(slug[:2]) for c in known):

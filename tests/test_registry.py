@@ -82,3 +82,18 @@ def test_new_chapter_is_scaffolded_and_registered_everywhere(tmp_path: Path) -> 
     assert added.title == "An example" and added.functions == ("blend",)
     again = subprocess.run(command, cwd=copy, capture_output=True, text=True, env={"PYTHONPATH": str(copy), "PATH": ""})
     assert again.returncode != 0 and "already exists" in again.stderr
+
+
+def test_new_chapter_takes_a_quoted_list_of_functions_and_rejects_names_that_are_not_python(tmp_path: Path) -> None:
+    copy = tmp_path / "course"
+    shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns(".venv", ".git", "_build", "*.db", "__pycache__"))
+    slug = f"{max(c.number for c in chapters()) + 1:02d}_example"
+    env = {"PYTHONPATH": str(copy), "PATH": ""}
+    base = [sys.executable, "-m", "course", "new", slug, "--title", "An example", "--functions"]
+    bad = subprocess.run(base + ["blend-in"], cwd=copy, capture_output=True, text=True, env=env)
+    assert bad.returncode != 0 and "Python names" in bad.stderr
+    assert not (copy / "solutions" / slug).exists()
+    done = subprocess.run(base + ["blend mix"], cwd=copy, capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr
+    added = next(c for c in read_registry(copy / "course" / "chapters.yml") if c.slug == slug)
+    assert added.functions == ("blend", "mix")
