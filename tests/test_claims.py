@@ -38,7 +38,7 @@ _CLAIM = re.compile(r"(?<![\w-])(" + "|".join(re.escape(word) for word in CLAIM_
 _ASSERT = re.compile(r"^\s*assert\b", re.M)
 _SOURCE = re.compile(r"\]\(|\bpublished\b", re.I)
 _DROPDOWN = re.compile(r"^(:{3,}|`{3,})\{dropdown\}.*?^\1\s*$", re.S | re.M)
-_OBJECTIVES = re.compile(r"^## You will learn\n.*?(?=^## )", re.S | re.M)
+_OBJECTIVES = re.compile(r"^## You will learn\n.*?(?=^## |\Z)", re.S | re.M)
 
 
 @dataclass(frozen=True)
