@@ -51,9 +51,14 @@ class Claim:
 
 
 def _sentences(markdown: str) -> list[str]:
-    """The sentences of a Markdown text, with line breaks folded (code spans and math kept whole)."""
-    text = " ".join(markdown.split())
-    return [found.strip() for found in re.split(r"(?<=[.!?])\s+(?=[A-Z*_`(\[])", text) if found.strip()]
+    """The sentences of a Markdown text: headings, list items and paragraphs are split apart (their
+    markers dropped), line breaks folded, and each block cut after ".", "!" or "?"."""
+    blocks = re.split(r"\n\s*\n|\n(?=\s*(?:#|[-*] |\d+\. ))", markdown)
+    found = []
+    for block in blocks:
+        text = " ".join(re.sub(r"^\s*(?:#+|[-*]|\d+\.)\s+", "", block).split())
+        found += [part.strip() for part in re.split(r"(?<=[.!?])\s+(?=[A-Z*_`(\[])", text) if part.strip()]
+    return found
 
 
 def _claims(markdown: str) -> list[tuple[str, str]]:
