@@ -174,7 +174,8 @@ def test_code_and_printed_lines_fit_the_page(site: Path, chapter: str) -> None:
     code = [line for cell in cells for line in re.sub(r"^---\n.*?^---\n", "", cell, flags=re.S | re.M).splitlines()]
     html = (site / f"{chapter}.html").read_text()
     printed = [html_lib.unescape(re.sub(r"<[^>]+>", "", line)) for block in
-               re.findall(r'<div class="cell_output.*?<pre>(.*?)</pre>', html, re.S) for line in block.splitlines()]
+               re.findall(r'<div class="output[^"]*"><div class="highlight"><pre>(.*?)</pre>', html, re.S)
+               for line in block.splitlines()]
     long = [line for line in code + printed if len(line) > COLUMNS]
     assert not long, f"{chapter}: {len(long)} code or printed lines exceed {COLUMNS} columns: {long[:3]}"
 
