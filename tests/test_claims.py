@@ -1,14 +1,16 @@
-"""The guarded-claims rule, and its test on every chapter page: a book page may state a measured claim only where the build checks it.
+"""The guarded-claims rule, and its test on every chapter page: a book page may state a measured
+claim only where the build checks it.
 
 A *claim sentence* is a sentence of a page's Markdown that contains a claim word (CLAIM_WORDS:
 words that interpret a measurement, such as "faster", "grows", "peak", "ms" or "MiB"). Each claim
 sentence must be guarded: the first code cell after its Markdown cell contains an `assert`
 statement (which checks the claim on the data, so the build fails when the data contradicts it).
 
-A claim sentence needs no guard when it is
+Words inside `code`, `$math$` or a fenced code block do not count. A claim sentence needs no
+guard when it is
 
-- a question (it ends with "?"), or in the answer of a "Check your understanding" question (a `{dropdown}` block), or in the
-  `## You will learn` list (objectives, not results);
+- a question (it ends with "?"), in the answer of a "Check your understanding" question (a
+  `{dropdown}` block), or in the `## You will learn` list (objectives, not results);
 - a published figure, with its source in the same sentence: a Markdown link, or the word
   "published" (the number itself should come from `course.configs` where the page computes with it).
 
