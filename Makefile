@@ -1,11 +1,16 @@
 # Two commands do everything: `make book` builds the site, `make test` runs every test (what CI runs).
 # `make test-fast` runs the unit tests only (those not marked slow: about a minute) while you work.
 # Each creates .venv and installs the pinned requirements and this project when needed.
+# `make book` also fetches MathJax (npm's mathjax package, es5/ only) into _vendor/mathjax, which the
+# site serves itself.
 
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
+
+MATHJAX_VERSION := 3.2.2
+MATHJAX := _vendor/mathjax/tex-mml-chtml.js
 
 .PHONY: book test test-fast release chapter benchmarks bench-sdpa clean
 
@@ -15,10 +20,17 @@ $(INSTALLED): requirements.txt pyproject.toml
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
 	touch $@
 
-book: $(INSTALLED)
+# npm checks the package against the registry's integrity hash; only es5/ (the browser build) is kept.
+$(MATHJAX):
+	rm -rf _vendor/mathjax _vendor/.mathjax && mkdir -p _vendor/.mathjax
+	cd _vendor/.mathjax && npm pack --silent mathjax@$(MATHJAX_VERSION) >/dev/null \
+		&& tar -xzf mathjax-$(MATHJAX_VERSION).tgz package/es5
+	mv _vendor/.mathjax/package/es5 _vendor/mathjax && rm -rf _vendor/.mathjax
+
+book: $(INSTALLED) $(MATHJAX)
 	$(BIN)/jupyter-book build . -W -n --keep-going
 
-test: $(INSTALLED)
+test: $(INSTALLED) $(MATHJAX)
 	$(BIN)/python -m pytest
 
 test-fast: $(INSTALLED)

@@ -18,7 +18,8 @@ def cpu_name() -> str:
 
 
 def describe_machine() -> str:
-    """One line: CPU, core count, torch threads and version, and the CUDA device if there is one."""
+    """Two lines, each short enough for a printed page: the hardware (CPU, core count, torch
+    threads, the CUDA device if there is one), then the software (torch, numpy, Python)."""
     import numpy
     import torch
 
@@ -27,5 +28,5 @@ def describe_machine() -> str:
         parts.append(f"GPU: {torch.cuda.get_device_name(0)}")
     else:
         parts.append("no CUDA device")
-    parts.append(f"torch {torch.__version__}, numpy {numpy.__version__}, Python {platform.python_version()}")
-    return " · ".join(parts)
+    software = f"torch {torch.__version__}, numpy {numpy.__version__}, Python {platform.python_version()}"
+    return " · ".join(parts) + "\n" + software

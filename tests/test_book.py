@@ -5,12 +5,14 @@ end, figures with alt text and captions, and launch links that open."""
 
 from __future__ import annotations
 
+import html as html_lib
 import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from course import ROOT
 from course.chapters import chapters
@@ -142,3 +144,49 @@ def test_no_colab_link_opens_a_markdown_page(site: Path) -> None:
     for path in site.rglob("*.html"):
         for url in re.findall(r'href="(https://colab\.research\.google\.com[^"]*)"', path.read_text()):
             assert url.endswith(".ipynb"), f"{path.relative_to(site)} links Colab to {url}, which Colab cannot open"
+
+
+# Three pages heavy in formulas and code, read in a real browser with every outside host unreachable.
+BROWSER_PAGES = ["book/02_scaled_attention.html", "book/06_rope.html", "book/07_flash_attention.html"]
+COLUMNS = 88  # code and printed lines fit this many columns (book/_static/course.css sizes the boxes)
+
+
+def test_pages_render_offline_in_a_browser(site: Path) -> None:
+    """MathJax (served by the site) typesets every formula, nothing is requested from another host,
+    and no code or output block is wider than its box, in headless Chromium 1440 pixels wide."""
+    from tests.browser import chromium, inspect_pages
+
+    assert chromium(), "no chromium on PATH: .ci/run installs Debian's chromium (apt-get install chromium)"
+    assert (site / "_static/mathjax/tex-mml-chtml.js").is_file(), \
+        "the site has no _static/mathjax: `make book` fetches MathJax into _vendor/mathjax first"
+    for page, report in inspect_pages(site, BROWSER_PAGES, width=1440).items():
+        outside = [url for url in report.requests if not url.startswith("http://127.0.0.1:")
+                   and not url.startswith(("data:", "blob:"))]
+        assert not outside, f"{page} requested other hosts (the site must stand alone): {outside[:5]}"
+        assert report.mathjax, f"{page}: MathJax did not load from _static/mathjax"
+        assert report.formulas > 0 and report.typeset == report.formulas and not report.errors, \
+            f"{page}: MathJax typeset {report.typeset} of {report.formulas} formulas ({report.errors} errors)"
+        assert not report.overflowing, f"{page}: code wider than its box: {report.overflowing[:3]}"
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_code_and_printed_lines_fit_the_page(site: Path, chapter: str) -> None:
+    source = (ROOT / f"{chapter}.md").read_text()
+    cells = re.findall(r"^```\{code-cell\}[^\n]*\n(.*?)^```", source, re.S | re.M)
+    code = [line for cell in cells for line in re.sub(r"^---\n.*?^---\n", "", cell, flags=re.S | re.M).splitlines()]
+    html = (site / f"{chapter}.html").read_text()
+    printed = [html_lib.unescape(re.sub(r"<[^>]+>", "", line)) for block in
+               re.findall(r'<div class="output[^"]*"><div class="highlight"><pre>(.*?)</pre>', html, re.S)
+               for line in block.splitlines()]
+    long = [line for line in code + printed if len(line) > COLUMNS]
+    assert not long, f"{chapter}: {len(long)} code or printed lines exceed {COLUMNS} columns: {long[:3]}"
+
+
+def test_no_placeholder_hub_and_a_hub_button_only_for_a_named_hub(site: Path) -> None:
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    hub = config.get("launch_buttons", {}).get("jupyterhub_url")
+    for path in site.rglob("*.html"):
+        html = path.read_text()
+        assert "example.edu" not in html and "unpkg.com" not in html, f"{path.relative_to(site)}: placeholder or CDN"
+        if not hub:
+            assert "/hub/user-redirect/" not in html, f"{path.relative_to(site)} links a JupyterHub but none is named"
