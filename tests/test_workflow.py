@@ -9,9 +9,10 @@ import yaml
 from course import ROOT
 
 WORKFLOW = ROOT / ".github" / "workflows" / "book.yml"
-# The current major version of each action (GitHub's Pages starter workflows, 2025).
-ACTIONS = {"actions/checkout": "v5", "actions/configure-pages": "v5", "actions/upload-pages-artifact": "v4",
-           "actions/deploy-pages": "v4"}
+# The current major version of each action in 2026, all on the Node 24 runtime (GitHub moved actions off
+# Node 20 in 2026): checkout v6, configure-pages v6.0.0, upload-pages-artifact v5.0.0, deploy-pages v5.0.0.
+ACTIONS = {"actions/checkout": "v6", "actions/setup-python": "v6", "actions/setup-node": "v6",
+           "actions/configure-pages": "v6", "actions/upload-pages-artifact": "v5", "actions/deploy-pages": "v5"}
 
 
 def _steps(workflow: dict) -> list[dict]:
