@@ -30,12 +30,12 @@ def read_template(assignment: str, key: str, folder: Path, source: Path) -> Temp
     """The template generated in ``folder`` from the source assignment folder ``source``."""
     from nbgrader.api import Gradebook
 
-    from autograder.gradebook import COURSE_ID
+    from autograder.nbgrader_course import course_id
 
     released = folder / "release" / assignment
     notebooks = tuple(sorted(p.stem for p in released.glob("*.ipynb")))
     cells = []
-    with Gradebook(f"sqlite:///{folder / 'gradebook.db'}", COURSE_ID) as gradebook:
+    with Gradebook(f"sqlite:///{folder / 'gradebook.db'}", course_id()) as gradebook:
         for name in notebooks:
             order = [c["metadata"].get("nbgrader", {}).get("grade_id")
                      for c in json.loads((released / f"{name}.ipynb").read_text())["cells"]]

@@ -31,6 +31,7 @@ from pathlib import Path
 from autograder.cluster_worker import (EnvironmentMismatch, check_worker, differences, fingerprint, grade_remote,
                                        pack_template, template_archive)
 from autograder.pool import WorkerStartError
+from autograder.sandbox import describe_isolation
 
 CONNECT_TIMEOUT = 10
 WORKER_WAIT = 30
@@ -92,11 +93,7 @@ class ClusterPool:
                  worker_wait: float = WORKER_WAIT):
         self.client = connect(address, isolate, timeout, worker_wait)
         self.address = address
-        self.isolation = ("isolation: every Dask worker made a bubblewrap sandbox before the run; each kernel runs "
-                          "in its own there: no network, no view of the worker's files, other submissions or the "
-                          "templates; resource limits" if isolate else
-                          "warning: --no-isolate: kernels run on the Dask workers as the worker's user without a "
-                          "sandbox, with resource limits only")
+        self.isolation = describe_isolation(isolate, cluster=True)
 
     def describe(self) -> str:
         """'on the Dask cluster at ADDRESS: N workers, M threads' (each thread grades one submission at a time)."""

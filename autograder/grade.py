@@ -32,24 +32,18 @@ from pathlib import Path
 from autograder.assignments import course_notebooks, prepare_templates
 from autograder.pool import Pool, WorkerStartError
 from autograder.records import Options, Task, Template
-from autograder.release import nbgrader_environment
+from autograder.nbgrader_course import nbgrader_environment
 from autograder.results import Progress, load_state, make_tasks, save_state, write_grades
-from autograder.sandbox import SandboxUnavailable, bwrap_path, check
+from autograder.sandbox import SandboxUnavailable, check, describe_isolation
 from autograder.similarity import class_similarity, write_similarity
 from autograder.submissions import SubmissionsUnreadable, find, normal_id, select, valid_student_id
-
-NO_ISOLATE_WARNING = ("warning: --no-isolate: kernels run as this user without a sandbox, with resource limits "
-                      "only: student code can read and write whatever this user can and reach the network")
-
 
 def isolation_line(isolate: bool) -> str:
     """Start one sandbox (unless ``isolate`` is off) and say how kernels will run; `SandboxUnavailable` if
     no sandbox can be made."""
-    if not isolate:
-        return NO_ISOLATE_WARNING
-    check()
-    return (f"isolation: each kernel runs in its own bubblewrap sandbox ({bwrap_path()}): no network, no view of "
-            "this user's files, the solutions, other submissions or the output; resource limits")
+    if isolate:
+        check()
+    return describe_isolation(isolate)
 
 
 def grade(options: Options) -> int:

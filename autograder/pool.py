@@ -16,7 +16,6 @@ import json
 import os
 import queue
 import select
-import signal
 import subprocess
 import sys
 import threading
@@ -24,7 +23,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from autograder.release import nbgrader_environment
+from autograder.guards import kill_group
+from autograder.nbgrader_course import nbgrader_environment
 from course import ROOT
 
 START_TIMEOUT = 120
@@ -32,13 +32,6 @@ START_TIMEOUT = 120
 
 class WorkerStartError(RuntimeError):
     """A grading worker could not start: the message says why."""
-
-
-def _kill_group(pid: int) -> None:
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 class Worker:
@@ -116,7 +109,7 @@ class Worker:
 
     def stop(self) -> None:
         if self.process is not None:
-            _kill_group(self.process.pid)
+            kill_group(self.process.pid)
             self.process.wait()
             self.process = None
 

@@ -205,6 +205,18 @@ def kernel_argv(home: Path, work: Path, limits: Limits, preload_torch: bool, iso
     return command(home, work, limits, env, program), {}
 
 
+def describe_isolation(isolate: bool, cluster: bool = False) -> str:
+    """The line a run prints about how kernels run: each in its own sandbox, or (``isolate`` off) a warning.
+    ``cluster``: the kernels run on Dask workers, each of which made a sandbox before the run."""
+    user = "the Dask worker's user" if cluster else "this user"
+    if not isolate:
+        return (f"warning: --no-isolate: kernels run as {user} without a sandbox, with resource limits only: "
+                f"student code can read and write whatever {user} can and reach the network")
+    made = "made by every Dask worker before the run" if cluster else bwrap_path()
+    return (f"isolation: each kernel runs in its own bubblewrap sandbox ({made}): no network, no view of {user}'s "
+            "files, the solutions, other submissions or the output; resource limits")
+
+
 def enable_hint() -> str:
     """The line that lets unprivileged users make namespaces on this machine."""
     settings = [("/proc/sys/kernel/unprivileged_userns_clone", "0", "sudo sysctl -w kernel.unprivileged_userns_clone=1"),

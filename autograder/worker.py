@@ -19,15 +19,12 @@ nbgrader is imported, then reads one job per line (JSON) on stdin and answers on
 
 from __future__ import annotations
 
-import io
 import json
-import logging
 import os
 import re
 import resource
 import secrets
 import shutil
-import signal
 import sys
 import tempfile
 import time
@@ -41,7 +38,9 @@ import nbformat  # noqa: E402
 
 from autograder.feedback import (MESSAGE_LIMIT, add_canary, canary_problem, cell_message, incidents,  # noqa: E402
                                  sanitize_for_feedback, shorten)
-from autograder.guards import DiskQuota, die_with_parent, watch_parent  # noqa: E402
+from autograder.guards import DiskQuota, die_with_parent, kill_group, watch_parent  # noqa: E402
+from autograder.nbgrader_course import (course_config, generate_assignment, run_converter,  # noqa: E402
+                                         use_inprocess_alembic)  # noqa: E402
 from autograder.records import Limits  # noqa: E402
 from autograder.safe_html import with_csp  # noqa: E402
 from autograder.sandbox import KERNEL_NAME, kernel_argv, prepare_home, write_kernelspec  # noqa: E402
@@ -49,20 +48,6 @@ from autograder.sandbox import KERNEL_NAME, kernel_argv, prepare_home, write_ker
 STUDENT = "student"
 _launches: list[float] = []
 _kernels: list[int] = []  # the process ids of this job's kernels (each the leader of its own session)
-
-
-def course_config(root: Path, db_url: str, **overrides: str):
-    """The course's nbgrader config (autograder/nbgrader_config.py) pointed at another course folder."""
-    from traitlets.config.loader import PyFileConfigLoader
-
-    from autograder import NBGRADER_CONFIG
-
-    config = PyFileConfigLoader(NBGRADER_CONFIG.name, str(NBGRADER_CONFIG.parent)).load_config()
-    config.CourseDirectory.root = str(root)
-    config.CourseDirectory.db_url = db_url
-    for name, value in overrides.items():
-        setattr(config.CourseDirectory, name, value)
-    return config
 
 
 def grading_config(course: Path, db_url: str, cell_timeout: int, home: Path):
@@ -84,44 +69,11 @@ def grading_config(course: Path, db_url: str, cell_timeout: int, home: Path):
     return config
 
 
-def _job_log() -> logging.Logger:
-    log = logging.getLogger("autograder.worker.nbgrader")
-    if not log.handlers:
-        log.addHandler(logging.StreamHandler(io.StringIO()))
-        log.setLevel(logging.ERROR)
-        log.propagate = False
-    return log
-
-
-def run_converter(converter_class, config, assignment: str, student: str | None = None) -> str:
-    """Run an nbgrader converter; returns its error log ('' when it succeeded)."""
-    from nbgrader.coursedir import CourseDirectory
-
-    config.CourseDirectory.assignment_id = assignment
-    if student is not None:
-        config.CourseDirectory.student_id = student
-    log = _job_log()
-    stream = log.handlers[0].stream
-    stream.seek(0)
-    stream.truncate()
-    converter = converter_class(coursedir=CourseDirectory(config=config), config=config)
-    converter.log = log
-    try:
-        converter.start()
-    except Exception as error:  # noqa: BLE001 - nbgrader reports failures as exceptions and log lines
-        return stream.getvalue() or f"{type(error).__name__}: {error}"
-    return ""
-
-
 def generate(assignment: str, root: Path, source_directory: str, folder: Path) -> dict:
-    """``nbgrader generate_assignment`` (its Python API) for one assignment into ``folder`` (a template)."""
-    from nbgrader.converters import GenerateAssignment
-
+    """The template of one assignment in ``folder``: its released files and its gradebook."""
     folder.mkdir(parents=True, exist_ok=True)
-    config = course_config(root, f"sqlite:///{folder / 'gradebook.db'}", source_directory=source_directory,
-                           release_directory=str(folder / "release"))
-    config.GenerateAssignment.force = True
-    error_log = run_converter(GenerateAssignment, config, assignment)
+    error_log = generate_assignment(assignment, root, source_directory, folder / "release",
+                                    f"sqlite:///{folder / 'gradebook.db'}")
     if error_log:
         return {"status": "failed", "reason": f"nbgrader generate_assignment {assignment} failed: "
                                               f"{_failure_reason(error_log)}"}
@@ -285,10 +237,7 @@ def _grade(assignment: str, notebooks: dict[str, bytes | None], template: Path, 
 def _kill_kernels() -> None:
     """Kill this job's kernels and everything they started (bwrap's sandbox dies with it)."""
     for pid in _kernels:
-        try:
-            os.killpg(pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            continue
+        kill_group(pid)
 
 
 def _timings(kernel_times: Path, started: float, autograded_at: float) -> dict[str, float]:
@@ -329,8 +278,6 @@ def main() -> None:
     answers = os.fdopen(os.dup(sys.stdout.fileno()), "w")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
     import nbgrader.converters  # noqa: F401 - imported once, before the first job
-
-    from autograder.gradebook import use_inprocess_alembic
 
     use_inprocess_alembic()
     answers.write(json.dumps({"ready": os.getpid()}) + "\n")

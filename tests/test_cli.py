@@ -139,10 +139,8 @@ def test_a_worker_that_dies_mid_job_is_transient_a_timeout_is_final(tmp_path: Pa
 def test_release_copies_only_the_assignments_own_files(tmp_path: Path) -> None:
     import shutil
 
-    from autograder.gradebook import use_inprocess_alembic
     from autograder.worker import generate
 
-    use_inprocess_alembic()  # as a worker does: nbgrader would run `alembic` from PATH
     source = tmp_path / "course" / "source"
     shutil.copytree(FIXTURE_SOURCE / "toy", source / "toy")
     (source / "toy" / "data.csv").write_text("x\n1\n")  # the assignment's own file: released
