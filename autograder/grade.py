@@ -31,7 +31,7 @@ from pathlib import Path
 
 from autograder.assignments import course_notebooks, prepare_templates
 from autograder.pool import Pool, WorkerStartError
-from autograder.records import Options, Task, Template
+from autograder.records import Job, Options, Task, Template
 from autograder.nbgrader_course import nbgrader_environment
 from autograder.results import Progress, load_state, make_tasks, save_state, write_grades
 from autograder.sandbox import SandboxUnavailable, check, describe_isolation
@@ -55,7 +55,7 @@ def grade(options: Options) -> int:
     # A terminated run stops its workers and kernels on the way out; what finished is kept for the next run.
     signal.signal(signal.SIGTERM, _terminate)
     scratch = Path(tempfile.mkdtemp(prefix="autograder-"))
-    pool = Pool(options.jobs, out / ".logs", options.memory_bytes)
+    pool = Pool(options.jobs, out / ".logs")
     cluster = None
     try:
         found, said = find(options.submissions, course_notebooks(options.source), scratch / "submissions",
@@ -76,7 +76,7 @@ def grade(options: Options) -> int:
             isolation_check = None if cluster else background.submit(isolation_line, options.isolate)
             templates = prepare_templates(options.source, out / ".cache", pool, _handed_in(found, options))
             isolation = cluster.isolation if cluster else isolation_check.result()
-        tasks = make_tasks(found, templates, f"{options.cell_timeout}:{options.limits.key}:{options.isolate}")
+        tasks = make_tasks(found, templates, options.grading_key)
         where = cluster.describe() if cluster else f"with {options.jobs} jobs"
         print(f"grading {len(tasks)} submissions of {len(found)} students {where}\n{isolation}", file=sys.stderr)
         return _grade_tasks(options, tasks, templates, cluster or pool, scratch)
@@ -150,12 +150,9 @@ def _grade_tasks(options: Options, tasks: list[Task], templates: dict[str, Templ
             reused += 1
         else:
             to_grade.append(task)
-    jobs = [{"assignment": t.assignment, "notebooks": t.notebooks, "template": str(templates[t.assignment].folder),
-             "cell_timeout": options.cell_timeout, "preload_torch": templates[t.assignment].preload_torch,
-             "limits": options.limits.as_dict(), "isolate": options.isolate, "scratch": str(scratch)}
-            for t in to_grade]
+    jobs = [Job(templates[t.assignment], t.notebooks, options.limits, options.isolate, str(scratch)) for t in to_grade]
     try:
-        pool.run(jobs, options.submission_timeout + 30, lambda index, result: finish(to_grade[index], result, True))
+        pool.run(jobs, options.limits.wall_seconds, lambda index, result: finish(to_grade[index], result, True))
     finally:
         gradebook.close()
     rows = []

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from autograder.guards import kill_group
 from autograder.nbgrader_course import nbgrader_environment
+from autograder.records import GenerateJob, Job
 from course import ROOT
 
 START_TIMEOUT = 120
@@ -75,11 +76,11 @@ class Worker:
         except OSError:
             return "(no log)"
 
-    def run(self, job: dict, timeout: float) -> dict:
+    def run(self, job: Job | GenerateJob, timeout: float) -> dict:
         """Send a job; its result, or a failure when the worker died or took longer than ``timeout``."""
         self.start()
         try:
-            self.process.stdin.write((json.dumps(job) + "\n").encode())
+            self.process.stdin.write((job.to_json() + "\n").encode())
             self.process.stdin.flush()
             line = self._read_line(time.monotonic() + timeout)
         except OSError:
@@ -117,16 +118,15 @@ class Worker:
 class Pool:
     """Up to ``jobs`` workers, started when there is work; `run` hands out jobs and reports each result."""
 
-    def __init__(self, jobs: int, logs: Path, memory_bytes: int = 3 * 2**30, python: str = sys.executable):
+    def __init__(self, jobs: int, logs: Path, python: str = sys.executable):
         env = nbgrader_environment()
-        env["AUTOGRADER_WORKER_MEMORY_BYTES"] = str(memory_bytes + 3 * 2**30)
         if jobs > 1:
             env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
         logs.mkdir(parents=True, exist_ok=True)
         self.workers = [Worker(i, env, logs / f"worker-{i}.log", python) for i in range(jobs)]
         self.closing = threading.Event()
 
-    def run(self, jobs: list[dict], timeout: float, on_result: Callable[[int, dict], None]) -> None:
+    def run(self, jobs: list[Job] | list[GenerateJob], timeout: float, on_result: Callable[[int, dict], None]) -> None:
         """Run every job; calls ``on_result(index, result)`` in this thread as each one finishes.
 
         Raises `WorkerStartError` (after stopping the other workers) when a worker cannot start.

@@ -14,7 +14,7 @@ from autograder.records import Task, Template
 from autograder.submissions import Found
 
 
-def make_tasks(found: dict[str, Found], templates: dict[str, Template], limits_key: str) -> list[Task]:
+def make_tasks(found: dict[str, Found], templates: dict[str, Template], grading_key: str) -> list[Task]:
     """A task for every student found and every assignment that anyone handed in (or that the course has)."""
     given = sorted({a for entry in found.values() for part in (entry.files, entry.others, entry.problems)
                     for a in part if a})
@@ -23,7 +23,7 @@ def make_tasks(found: dict[str, Found], templates: dict[str, Template], limits_k
     tasks = []
     for student, entry in sorted(found.items()):
         for assignment in assignments:
-            tasks.append(_task(student, templates[assignment], entry, limits_key))
+            tasks.append(_task(student, templates[assignment], entry, grading_key))
         for assignment in unknown:
             if assignment in entry.files or assignment in entry.others:
                 tasks.append(Task(student, assignment, note="; ".join(entry.notes),
@@ -37,7 +37,7 @@ def _found_instead(entry: Found, assignment: str) -> str:
     return f"; found instead: {', '.join(names)}" if names else ""
 
 
-def _task(student: str, template: Template, entry: Found, limits_key: str) -> Task:
+def _task(student: str, template: Template, entry: Found, grading_key: str) -> Task:
     task = Task(student, template.assignment, note="; ".join(entry.notes), lms_user_id=entry.lms_user_id,
                 late=template.assignment in entry.late)
     expected = ", ".join(f"{n}.ipynb" for n in template.notebooks)
@@ -62,7 +62,7 @@ def _task(student: str, template: Template, entry: Found, limits_key: str) -> Ta
         found_names = ", ".join([p.name for p in files] + entry.others.get(template.assignment, [])) or "an empty folder"
         task.problem = f"no notebook named {expected} (found {found_names})"
     else:
-        digest = hashlib.sha256(f"{template.key}:{limits_key}".encode())
+        digest = hashlib.sha256(f"{template.key}:{grading_key}".encode())
         for name, path in sorted(task.notebooks.items()):
             digest.update(f"\0{name}\0".encode() + (Path(path).read_bytes() if path else b"<missing>"))
         task.key = digest.hexdigest()

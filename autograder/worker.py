@@ -1,9 +1,11 @@
 """Grade one submission with nbgrader in a sandboxed kernel: `grade_submission`, and the worker process around it.
 
-`grade_submission(assignment, notebooks, template, limits, ...)` is the one entry point that grades
-a job; it takes the notebooks' bytes and the assignment's template folder and returns the result
-(scores, reasons, timings and the feedback HTML), writing nothing outside its own temporary folder,
-so that a local worker or a cluster's worker can call it alike.
+`grade_submission(job, notebooks)` is the one entry point that grades a job (`autograder.records.Job`:
+the assignment's template folder, the limits, the modules to preload); it takes the notebooks' bytes
+and returns the result (scores, reasons, timings and the feedback HTML), writing nothing outside its
+own temporary folder. It runs only in a worker process of `autograder.pool`: the local run's workers,
+or on a cluster the single worker of each Dask worker thread (`autograder.cluster_worker`), so that a
+hostile notebook takes down no more than its own worker.
 
 For each job it builds a throw-away nbgrader course: the assignment's released files as the source,
 the submission as ``submitted/student/<assignment>/`` and a copy of the template gradebook (made by
@@ -41,7 +43,8 @@ from autograder.feedback import (MESSAGE_LIMIT, add_canary, canary_problem, cell
 from autograder.guards import DiskQuota, die_with_parent, kill_group, watch_parent  # noqa: E402
 from autograder.nbgrader_course import (course_config, generate_assignment, run_converter,  # noqa: E402
                                          use_inprocess_alembic)  # noqa: E402
-from autograder.records import Limits  # noqa: E402
+from autograder.limits import WORKER_HEADROOM  # noqa: E402
+from autograder.records import GenerateJob, Job, read_job  # noqa: E402
 from autograder.safe_html import with_csp  # noqa: E402
 from autograder.sandbox import KERNEL_NAME, kernel_argv, prepare_home, write_kernelspec  # noqa: E402
 
@@ -69,13 +72,14 @@ def grading_config(course: Path, db_url: str, cell_timeout: int, home: Path):
     return config
 
 
-def generate(assignment: str, root: Path, source_directory: str, folder: Path) -> dict:
-    """The template of one assignment in ``folder``: its released files and its gradebook."""
-    folder.mkdir(parents=True, exist_ok=True)
-    error_log = generate_assignment(assignment, root, source_directory, folder / "release",
-                                    f"sqlite:///{folder / 'gradebook.db'}")
+def generate(job: GenerateJob) -> dict:
+    """The template of one assignment in ``job.template.folder``: its released files and its gradebook."""
+    template = job.template
+    template.folder.mkdir(parents=True, exist_ok=True)
+    error_log = generate_assignment(template.assignment, Path(job.root), job.source_directory,
+                                    template.released.parent, f"sqlite:///{template.gradebook}")
     if error_log:
-        return {"status": "failed", "reason": f"nbgrader generate_assignment {assignment} failed: "
+        return {"status": "failed", "reason": f"nbgrader generate_assignment {template.assignment} failed: "
                                               f"{_failure_reason(error_log)}"}
     return {"status": "done"}
 
@@ -159,28 +163,26 @@ def _write_submission(notebooks: dict[str, bytes | None], submitted: Path, token
     return problems
 
 
-def grade_submission(assignment: str, notebooks: dict[str, bytes | None], template: Path, limits: Limits,
-                     cell_timeout: int = 60, preload_torch: bool = False, isolate: bool = True,
-                     scratch: Path | None = None) -> dict:
+def grade_submission(job: Job, notebooks: dict[str, bytes | None]) -> dict:
     """Grade one student's submission of one assignment in a sandboxed kernel.
 
     ``notebooks`` maps each notebook name of the assignment to its submitted bytes (None: not handed in);
-    ``template`` is the assignment's template folder (``gradebook.db`` and ``release/<assignment>/``);
-    ``isolate`` False runs the kernel without the sandbox (resource limits only). Returns
-    ``{"status": "graded" | "failed", "reason": str, "cells": [{notebook, grade_id, points, max_points,
-    passed, message}], "timings": {phase: seconds}, "feedback": {html file name: html}}``.
+    ``job`` names the assignment's template folder (``gradebook.db`` and ``release/<assignment>/``), the
+    limits, the modules to preload and whether to sandbox the kernel (``isolate`` False: resource limits
+    only). Returns ``{"status": "graded" | "failed", "reason": str, "cells": [{notebook, grade_id, points,
+    max_points, passed, message}], "timings": {phase: seconds}, "feedback": {html file name: html}}``.
     Not thread-safe (it sets JUPYTER_PATH for nbgrader): one job at a time per process.
     """
-    workdir = Path(tempfile.mkdtemp(prefix="job-", dir=scratch))
+    workdir = Path(tempfile.mkdtemp(prefix="job-", dir=job.scratch or None))
     try:
-        return _grade(assignment, notebooks, Path(template), limits, cell_timeout, preload_torch, isolate, workdir)
+        return _grade(job, notebooks, workdir)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-def _grade(assignment: str, notebooks: dict[str, bytes | None], template: Path, limits: Limits, cell_timeout: int,
-           preload_torch: bool, isolate: bool, workdir: Path) -> dict:
-    released = template / "release" / assignment
+def _grade(job: Job, notebooks: dict[str, bytes | None], workdir: Path) -> dict:
+    assignment, template, limits = job.assignment, job.template, job.limits
+    released = template.released
     course, home = workdir / "course", workdir / "kernel"
     shutil.copytree(released, course / "source" / assignment, ignore=shutil.ignore_patterns("*.ipynb"))
     shutil.copytree(released, home / "work", ignore=shutil.ignore_patterns("*.ipynb"))
@@ -190,10 +192,10 @@ def _grade(assignment: str, notebooks: dict[str, bytes | None], template: Path, 
     problems = _write_submission(notebooks, submitted, token)
     if problems:
         return {"status": "failed", "reason": "; ".join(problems), "cells": []}
-    shutil.copyfile(template / "gradebook.db", workdir / "gradebook.db")
+    shutil.copyfile(template.gradebook, workdir / "gradebook.db")
     db_url = f"sqlite:///{workdir / 'gradebook.db'}"
     prepare_home(home)
-    argv, env = kernel_argv(home, home / "work", limits, preload_torch, isolate)
+    argv, env = kernel_argv(home, home / "work", limits, template.preload, job.isolate)
     given = os.environ.setdefault("AUTOGRADER_JUPYTER_PATH", os.environ.get("JUPYTER_PATH", ""))
     os.environ["JUPYTER_PATH"] = os.pathsep.join(filter(None, [str(write_kernelspec(workdir / "jupyter", argv, env)),
                                                                given]))
@@ -203,7 +205,7 @@ def _grade(assignment: str, notebooks: dict[str, bytes | None], template: Path, 
     _launches.clear()
     _kernels.clear()
     started = time.time()
-    config = grading_config(course, db_url, cell_timeout, home)
+    config = grading_config(course, db_url, limits.cell_seconds, home)
     with DiskQuota(home, limits.disk_bytes, _kill_kernels) as quota:
         error_log = run_converter(Autograde, config, assignment, STUDENT)
     autograded_at = time.time()
@@ -221,11 +223,12 @@ def _grade(assignment: str, notebooks: dict[str, bytes | None], template: Path, 
             problem = canary_problem(notebook, token) if data is not None else ""
             if problem:
                 return {"status": "failed", "reason": problem, "cells": []}
-            notes += incidents(notebook, cell_timeout)
+            notes += incidents(notebook, limits.cell_seconds)
             sanitize_for_feedback(notebook)
             autograded.chmod(0o644)  # nbgrader leaves it read-only (only root could write it back)
             nbformat.write(notebook, autograded)
-    error_log = run_converter(GenerateFeedback, grading_config(course, db_url, cell_timeout, home), assignment, STUDENT)
+    error_log = run_converter(GenerateFeedback, grading_config(course, db_url, limits.cell_seconds, home), assignment,
+                              STUDENT)
     feedback = {html.name: with_csp(html.read_text())
                 for html in sorted((course / "feedback" / STUDENT / assignment).glob("*.html"))}
     if error_log:
@@ -258,23 +261,22 @@ def _timings(kernel_times: Path, started: float, autograded_at: float) -> dict[s
         return {}
 
 
-def run_job(job: dict) -> dict:
-    """One line of the worker protocol: a "generate" job (a template) or a grading job (files by path)."""
-    if job.get("kind") == "generate":
-        return generate(job["assignment"], Path(job["root"]), job["source_directory"], Path(job["folder"]))
-    notebooks = {name: Path(path).read_bytes() if path else None for name, path in job["notebooks"].items()}
-    return grade_submission(job["assignment"], notebooks, Path(job["template"]), Limits(**job["limits"]),
-                            job["cell_timeout"], job["preload_torch"], job["isolate"], Path(job["scratch"]))
+def run_job(line: str) -> dict:
+    """One line of the worker protocol: a `GenerateJob` (a template) or a `Job` (notebooks read from their paths)."""
+    job = read_job(line)
+    if isinstance(job, GenerateJob):
+        return generate(job)
+    # Outputs pile up in this process while a notebook prints: a flood ends this worker, not the machine.
+    _, hard = resource.getrlimit(resource.RLIMIT_AS)
+    resource.setrlimit(resource.RLIMIT_AS, (job.limits.memory_bytes + WORKER_HEADROOM, hard))
+    return grade_submission(job, {name: Path(path).read_bytes() if path else None
+                                  for name, path in job.notebooks.items()})
 
 
 def main() -> None:
     """Say ready once nbgrader is imported, then serve jobs from stdin until it closes (or the grader dies)."""
     die_with_parent()
     watch_parent()
-    memory = int(os.environ.get("AUTOGRADER_WORKER_MEMORY_BYTES", "0"))
-    if memory:
-        # Outputs pile up here while a notebook prints: a flood ends this worker, not the machine.
-        resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
     answers = os.fdopen(os.dup(sys.stdout.fileno()), "w")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
     import nbgrader.converters  # noqa: F401 - imported once, before the first job
@@ -284,7 +286,7 @@ def main() -> None:
     answers.flush()
     for line in sys.stdin:
         try:
-            result = run_job(json.loads(line))
+            result = run_job(line)
         except Exception as error:  # noqa: BLE001 - a failure of one submission is reported, not fatal
             # The grader's own failure, not the student's: not stored, graded again on the next run.
             result = {"status": "failed", "reason": f"grading failed: {type(error).__name__}: {error}", "cells": [],

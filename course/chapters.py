@@ -25,6 +25,7 @@ class Chapter:
     functions: tuple[str, ...]
     learn: str
     optional: bool = False
+    preload: tuple[str, ...] = ()  # what a grading kernel imports before student code: torch, transformers
 
     @property
     def number(self) -> int:
@@ -54,7 +55,8 @@ class Chapter:
 def read_registry(path: Path = REGISTRY) -> tuple[Chapter, ...]:
     """Parse a registry file; raises ValueError on a malformed or out-of-order entry."""
     entries = yaml.safe_load(path.read_text()) or []
-    chapters = tuple(Chapter(**{**entry, "functions": tuple(entry["functions"])}) for entry in entries)
+    chapters = tuple(Chapter(**{**entry, "functions": tuple(entry["functions"]),
+                                "preload": tuple(entry.get("preload", ()))}) for entry in entries)
     slugs = [c.slug for c in chapters]
     if slugs != sorted(set(slugs)):
         raise ValueError(f"{path}: chapter slugs must be unique and in order, got {slugs}")

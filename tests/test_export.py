@@ -83,7 +83,7 @@ def _zip(path: Path, members: dict[str, bytes]) -> Path:
 def _graded(tmp_path: Path, members: dict[str, bytes] = ZIP, scores: dict[str, float] = SCORES) -> Path:
     """DIR as `grade` leaves it for a Canvas zip of 01_similarity (out of 10), with these scores."""
     found, _ = from_zip(_zip(tmp_path / "submissions.zip", members), NOTEBOOKS, tmp_path / "staging")
-    template = Template("01_similarity", "key", tmp_path, ("similarity",), (("similarity", "mean", 10.0),), False)
+    template = Template("01_similarity", "key", tmp_path, ("similarity",), (("similarity", "mean", 10.0),))
     rows = [{"student_id": t.student, "assignment": t.assignment, "max_score": 10.0,
              "score": 0.0 if t.problem else scores[t.student],
              "reason": f"not graded: {t.problem}" if t.problem else "",

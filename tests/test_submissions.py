@@ -20,7 +20,7 @@ from autograder.results import make_tasks, spreadsheet_safe, write_grades
 from autograder.submissions import SubmissionsUnreadable, find, from_folder, from_zip, select, valid_student_id
 
 NOTEBOOKS = {"similarity.ipynb": "01_similarity", "scaled_attention.ipynb": "02_scaled_attention"}
-TEMPLATE = Template("01_similarity", "key", Path("/nonexistent"), ("similarity",), (), False)
+TEMPLATE = Template("01_similarity", "key", Path("/nonexistent"), ("similarity",), ())
 
 
 def _zip(path: Path, members: dict[str, bytes]) -> Path:
