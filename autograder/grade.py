@@ -7,11 +7,12 @@
    handed in is generated or reused (`autograder.assignments`). When no sandbox can be made the
    command stops with the reason and the line that enables it, unless ``--no-isolate`` was asked for.
 3. Each (student, assignment) becomes a task keyed by a hash of the submitted notebook(s), the
-   template and the limits (`autograder.results`). A task whose key matches a stored result in
-   ``DIR/.state`` is not graded again (unless ``--force``), so re-running is idempotent and an
-   interrupted run resumes; a result that is not the student's own failure (a killed worker) is
-   never stored.
-4. ``--jobs`` worker processes (`autograder.pool`) grade the others, each job with
+   template and the grading settings (`autograder.tasks`). A task whose key matches a stored result in
+   ``DIR/.state`` (`autograder.state`) is not graded again (unless ``--force``), so re-running is
+   idempotent and an interrupted run resumes; a result that is not the student's own failure (a
+   killed worker) is never stored.
+4. ``--jobs`` worker processes (`autograder.pool`), or a Dask cluster's (`autograder.cluster`), grade
+   the others: each task becomes a `autograder.records.Job`, graded by
    `autograder.worker.grade_submission` in a kernel of its own sandbox.
 5. This process writes each result's feedback, merges every result into the class gradebook
    (``--db``, any SQLAlchemy URL), then writes ``grades.csv``, ``similarity.csv``
@@ -33,7 +34,10 @@ from autograder.assignments import course_notebooks, prepare_templates
 from autograder.pool import Pool, WorkerStartError
 from autograder.records import Job, Options, Task, Template
 from autograder.nbgrader_course import nbgrader_environment
-from autograder.results import Progress, load_state, make_tasks, save_state, write_grades
+from autograder.csv_files import write_grades
+from autograder.progress import Progress
+from autograder.state import load_state, save_state
+from autograder.tasks import make_tasks
 from autograder.sandbox import SandboxUnavailable, check, describe_isolation
 from autograder.similarity import class_similarity, write_similarity
 from autograder.submissions import SubmissionsUnreadable, find, normal_id, select, valid_student_id

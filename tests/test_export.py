@@ -1,7 +1,7 @@
 """`python -m autograder export`: grades back into the instructor's own Canvas and Moodle gradebook exports.
 
 No kernels: ``DIR/grades.csv`` is made by the grader's own steps from a Canvas submissions zip
-(`autograder.submissions.from_zip`, `autograder.results.make_tasks`, `autograder.results.write_grades`)
+(`autograder.submissions.from_zip`, `autograder.tasks.make_tasks`, `autograder.csv_files.write_grades`)
 with scores the test chooses, or written directly as a folder of submissions would have it; the
 exports are written as Canvas and Moodle write them. Most checks run the real command line.
 """
@@ -15,10 +15,11 @@ from pathlib import Path
 
 import pytest
 
+from autograder.csv_files import write_grades
 from autograder.lms_table import read_table
 from autograder.records import Template
-from autograder.results import make_tasks, write_grades
 from autograder.submissions import from_zip
+from autograder.tasks import make_tasks
 from course import ROOT
 
 NOTEBOOKS = {"similarity.ipynb": "01_similarity", "scaled_attention.ipynb": "02_scaled_attention"}

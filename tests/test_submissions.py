@@ -15,9 +15,10 @@ from pathlib import Path
 import pytest
 
 from autograder import submissions
+from autograder.csv_files import spreadsheet_safe, write_grades
 from autograder.records import Template
-from autograder.results import make_tasks, spreadsheet_safe, write_grades
 from autograder.submissions import SubmissionsUnreadable, find, from_folder, from_zip, select, valid_student_id
+from autograder.tasks import make_tasks
 
 NOTEBOOKS = {"similarity.ipynb": "01_similarity", "scaled_attention.ipynb": "02_scaled_attention"}
 TEMPLATE = Template("01_similarity", "key", Path("/nonexistent"), ("similarity",), ())
