@@ -12,21 +12,13 @@ from dataclasses import replace
 from pathlib import Path
 
 from autograder import NBGRADER_CONFIG
+from autograder.digests import hash_folder
 from autograder.pool import Pool
 from autograder.records import GenerateJob, Template
 from course import ROOT
 from course.chapters import REGISTRY, chapters, read_registry
 
 FORMAT_VERSION = 2
-
-
-def hash_folder(folder: Path) -> str:
-    """sha256 of every file below ``folder`` (by relative path and content), caches and checkpoints left out."""
-    digest = hashlib.sha256()
-    for path in sorted(p for p in folder.rglob("*") if p.is_file() and "__pycache__" not in p.parts
-                       and ".ipynb_checkpoints" not in p.parts):
-        digest.update(str(path.relative_to(folder)).encode() + b"\0" + path.read_bytes() + b"\0")
-    return digest.hexdigest()
 
 
 UNREGISTERED_PRELOAD = ("torch",)  # an assignment no registry knows: torch, the safe guess (about 2 s a kernel)

@@ -26,6 +26,7 @@ import uuid
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
+from autograder.digests import hash_folder
 from autograder.records import Job
 from course import ROOT
 
@@ -46,8 +47,6 @@ def _package_version(name: str) -> str:
 
 def _code_hash() -> str:
     """sha256 of every file of the course's code (``autograder/`` and ``course/``), by relative path."""
-    from autograder.assignments import hash_folder
-
     together = "".join(f"{package}:{hash_folder(ROOT / package)}\n" for package in CODE)
     return hashlib.sha256(together.encode()).hexdigest()[:16]
 

@@ -48,7 +48,7 @@ class Chapter:
 
     @property
     def heading(self) -> str:
-        """``8. Profiling PyTorch's SDPA (optional)``, as tables list it."""
+        """``8. Profiling PyTorch's SDPA (optional)``: the title of the chapter's page."""
         return f"{self.number}. {self.title}" + (" (optional)" if self.optional else "")
 
 

@@ -31,7 +31,7 @@ kernelspec:
   name: python3
 ---
 
-# {number}. {title}
+# {heading}
 
 (One paragraph: what this chapter adds to the previous one, and why it matters.)
 
@@ -137,7 +137,7 @@ def new_chapter(slug: str, title: str, library: str, functions: tuple[str, ...],
     for path in (root / "book" / f"{slug}.md", root / "solutions" / slug, root / "tests" / "bank" / f"ch{slug}.py"):
         if path.exists():
             raise FileExistsError(f"{path} already exists")
-    (root / "book" / f"{slug}.md").write_text(PAGE.format(number=chapter.number, title=title, slug=slug))
+    (root / "book" / f"{slug}.md").write_text(PAGE.format(heading=chapter.heading, slug=slug))
     (root / "solutions" / slug).mkdir(parents=True)
     nbformat.write(skeleton(chapter), root / "solutions" / slug / f"{chapter.notebook}.ipynb")
     (root / "tests" / "bank" / f"ch{slug}.py").write_text(

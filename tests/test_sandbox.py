@@ -23,8 +23,8 @@ from pathlib import Path
 
 import pytest
 
-from autograder.pool import Pool, WorkerStartError
 from autograder.limits import Limits
+from autograder.pool import Pool, WorkerStartError
 from autograder.sandbox import command, environment
 from course import ROOT
 from tests import sandbox_attacks as attacks
