@@ -67,6 +67,9 @@ def grading_config(course: Path, db_url: str, cell_timeout: int, home: Path):
     config.KernelManager.transport = "ipc"
     config.KernelManager.ip = str(home / "k")
     config.KernelManager.connection_file = str(home / "connection.json")
+    # nbgrader's LimitOutput keeps at most this many lines of each output in the autograded notebook (what this
+    # worker holds and the messages are read from); `autograder.feedback.sanitize_for_feedback` then cuts
+    # each remaining output to characters for the student's page (a line can be as long as a whole flood).
     config.LimitOutput.max_lines = 200
     config.LimitOutput.max_traceback = 60
     return config

@@ -86,7 +86,7 @@ def where_time_went(out: Path, assignments: list[str]) -> str:
     phases = {
         "nbgrader_setup": "nbgrader's set-up before the kernel is launched",
         "sandbox_start": "sandbox start (bwrap, up to the kernel's first line)",
-        "kernel_preload": "preload in the kernel (autograder.checks, torch when the notebook uses it)",
+        "kernel_preload": "preload in the kernel (autograder.checks, and torch where the chapter registry says)",
         "ipykernel_start": "ipykernel start",
         "run_notebook": "running the notebook (and nbgrader's bookkeeping, kernel shutdown)",
         "feedback": "hiding tests and writing the HTML feedback",
