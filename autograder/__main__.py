@@ -10,16 +10,22 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from dataclasses import replace
 from importlib import metadata
 from pathlib import Path
 
 from autograder import export
+from autograder.limits import Limits
+from autograder.records import SOURCE, Options
 from autograder.release import release
+from autograder.submissions import STAGING_BYTES
 from autograder.similarity import DEFAULT_THRESHOLD
 from course import ROOT
 from course.chapters import slugs
 
 USAGE_ERROR = 2
+DEFAULT = Limits()  # the defaults of every limit option below
+GiB, MiB = 2**30, 2**20
 
 
 def _version() -> str:
@@ -59,20 +65,20 @@ def _grade_parser(commands) -> None:
                        help="grade on the Dask cluster of this scheduler (e.g. tcp://10.0.0.5:8786) instead of "
                             "local processes; its workers set the parallelism")
     grade.add_argument("--db", default="", metavar="URL", help="gradebook SQLAlchemy URL (default: sqlite in DIR)")
-    grade.add_argument("--source", type=Path, default=ROOT / "solutions", metavar="DIR",
+    grade.add_argument("--source", type=Path, default=SOURCE, metavar="DIR",
                        help="folder of nbgrader source assignments (default: solutions/)")
-    grade.add_argument("--cell-timeout", type=_at_least_one, default=60, metavar="S",
-                       help="seconds one cell may run (default 60)")
-    grade.add_argument("--timeout", type=_at_least_one, default=600, metavar="S",
-                       help="seconds of wall and CPU time for one submission (default 600)")
-    grade.add_argument("--memory", type=float, default=3.0, metavar="GiB",
-                       help="GiB of address space per kernel (default 3)")
-    grade.add_argument("--disk", type=_at_least_one, default=512, metavar="MiB",
-                       help="MiB of files a kernel may write in its folder (default 512); past it the submission "
-                            "is not graded: too large")
-    grade.add_argument("--max-unpacked", type=float, default=2.0, metavar="GiB",
-                       help="GiB a zip of submissions may unpack in all (default 2); the students past it are not "
-                            "graded: too large")
+    grade.add_argument("--cell-timeout", type=_at_least_one, default=DEFAULT.cell_seconds, metavar="S",
+                       help=f"seconds one cell may run (default {DEFAULT.cell_seconds})")
+    grade.add_argument("--timeout", type=_at_least_one, default=DEFAULT.cpu_seconds, metavar="S",
+                       help=f"seconds of wall and CPU time for one submission (default {DEFAULT.cpu_seconds})")
+    grade.add_argument("--memory", type=float, default=DEFAULT.memory_bytes / GiB, metavar="GiB",
+                       help=f"GiB of address space per kernel (default {DEFAULT.memory_bytes / GiB:g})")
+    grade.add_argument("--disk", type=_at_least_one, default=DEFAULT.disk_bytes // MiB, metavar="MiB",
+                       help=f"MiB of files a kernel may write in its folder (default {DEFAULT.disk_bytes // MiB}); "
+                            "past it the submission is not graded: too large")
+    grade.add_argument("--max-unpacked", type=float, default=STAGING_BYTES / GiB, metavar="GiB",
+                       help=f"GiB a zip of submissions may unpack in all (default {STAGING_BYTES / GiB:g}); the "
+                            "students past it are not graded: too large")
     grade.add_argument("--no-isolate", action="store_true",
                        help="run kernels without the bubblewrap sandbox, as this user (resource limits still apply; "
                             "a warning says so)")
@@ -140,13 +146,13 @@ def main(argv: list[str] | None = None) -> int:
     if problem:
         print(f"error: {problem}", file=sys.stderr)
         return USAGE_ERROR
-    from autograder.grade import Options, grade
+    from autograder.grade import grade
 
     jobs = 1 if args.scheduler else len(os.sched_getaffinity(0)) if args.jobs is None else args.jobs
+    limits = replace(DEFAULT, memory_bytes=int(args.memory * GiB), cpu_seconds=args.timeout,
+                     cell_seconds=args.cell_timeout, disk_bytes=args.disk * MiB)
     return grade(Options(submissions=args.submissions, out=args.out.resolve(), jobs=jobs, db_url=args.db,
-                         source=args.source.resolve(), cell_timeout=args.cell_timeout,
-                         submission_timeout=args.timeout, memory_bytes=int(args.memory * 2**30),
-                         disk_bytes=args.disk * 2**20, unpacked_bytes=int(args.max_unpacked * 2**30),
+                         source=args.source.resolve(), limits=limits, unpacked_bytes=int(args.max_unpacked * GiB),
                          isolate=not args.no_isolate, progress=not args.quiet, scheduler=args.scheduler,
                          assignments=tuple(args.assignment), students=tuple(args.student), force=args.force,
                          similarity_threshold=None if args.no_similarity else args.similarity_threshold))

@@ -1,50 +1,52 @@
 """Assignment templates: each assignment of the course generated once (nbgrader's generate_assignment,
 run by a worker) into its own folder, cached under ``DIR/.cache`` by a hash of its source folder,
-the nbgrader config and `autograder.checks` (which the hidden tests import)."""
+the nbgrader config and `autograder.checks` (which the hidden tests import). The chapter registry
+says which modules each assignment's kernels preload (`preloads`)."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 from autograder import NBGRADER_CONFIG
+from autograder.digests import hash_folder
 from autograder.pool import Pool
-from autograder.records import Template
+from autograder.records import GenerateJob, Template
 from course import ROOT
+from course.chapters import REGISTRY, chapters, read_registry
 
 FORMAT_VERSION = 2
 
 
-def hash_folder(folder: Path) -> str:
-    """sha256 of every file below ``folder`` (by relative path and content), caches and checkpoints left out."""
-    digest = hashlib.sha256()
-    for path in sorted(p for p in folder.rglob("*") if p.is_file() and "__pycache__" not in p.parts
-                       and ".ipynb_checkpoints" not in p.parts):
-        digest.update(str(path.relative_to(folder)).encode() + b"\0" + path.read_bytes() + b"\0")
-    return digest.hexdigest()
+UNREGISTERED_PRELOAD = ("torch",)  # an assignment no registry knows: torch, the safe guess (about 2 s a kernel)
 
 
-def read_template(assignment: str, key: str, folder: Path, source: Path) -> Template:
-    """The template generated in ``folder`` from the source assignment folder ``source``."""
+def preloads(source: Path) -> dict[str, tuple[str, ...]]:
+    """Assignment -> the modules its kernels import before student code, as the registry says: the source
+    folder's own ``chapters.yml`` when it has one (a course of another shape), else `course/chapters.yml`."""
+    own = source / REGISTRY.name
+    return {chapter.slug: chapter.preload for chapter in (read_registry(own) if own.exists() else chapters())}
+
+
+def read_template(template: Template) -> Template:
+    """``template`` with its notebooks and graded cells, read from the folder it was generated into."""
     from nbgrader.api import Gradebook
 
-    from autograder.gradebook import COURSE_ID
+    from autograder.nbgrader_course import course_id
 
-    released = folder / "release" / assignment
-    notebooks = tuple(sorted(p.stem for p in released.glob("*.ipynb")))
+    notebooks = tuple(sorted(p.stem for p in template.released.glob("*.ipynb")))
     cells = []
-    with Gradebook(f"sqlite:///{folder / 'gradebook.db'}", COURSE_ID) as gradebook:
+    with Gradebook(f"sqlite:///{template.gradebook}", course_id()) as gradebook:
         for name in notebooks:
             order = [c["metadata"].get("nbgrader", {}).get("grade_id")
-                     for c in json.loads((released / f"{name}.ipynb").read_text())["cells"]]
-            grade_cells = gradebook.find_notebook(name, assignment).grade_cells
+                     for c in json.loads((template.released / f"{name}.ipynb").read_text())["cells"]]
+            grade_cells = gradebook.find_notebook(name, template.assignment).grade_cells
             for cell in sorted(grade_cells, key=lambda c: order.index(c.name) if c.name in order else len(order)):
                 cells.append((name, cell.name, float(cell.max_score)))
-    # Hidden tests count too: torch must be imported before student code whenever any cell uses it.
-    text = "".join(path.read_text() for path in sorted(source.glob("*.ipynb")))
-    return Template(assignment, key, folder, notebooks, tuple(cells), "import torch" in text or "from torch" in text)
+    return replace(template, notebooks=notebooks, cells=tuple(cells))
 
 
 def course_notebooks(source: Path) -> dict[str, str]:
@@ -59,21 +61,25 @@ def prepare_templates(source: Path, cache: Path, pool: Pool, only: set[str] | No
     ``only``, when given)."""
     assignments = sorted({a for a in course_notebooks(source).values() if only is None or a in only})
     shared = hashlib.sha256(NBGRADER_CONFIG.read_bytes() + (ROOT / "autograder" / "checks.py").read_bytes())
-    keys = {a: hashlib.sha256(f"{FORMAT_VERSION}:{a}:{hash_folder(source / a)}:{shared.hexdigest()}".encode())
-            .hexdigest() for a in assignments}
-    folders = {a: cache / f"{a}-{keys[a][:16]}" for a in assignments}
-    missing = [a for a in assignments if not (folders[a] / "gradebook.db").exists()]
+    registered = preloads(source)
+    templates = {}
+    for a in assignments:
+        preload = registered.get(a, UNREGISTERED_PRELOAD)
+        key = hashlib.sha256(f"{FORMAT_VERSION}:{a}:{hash_folder(source / a)}:{shared.hexdigest()}:{preload}"
+                             .encode()).hexdigest()
+        templates[a] = Template(a, key, cache / f"{a}-{key[:16]}", (), (), preload)  # notebooks, cells: read below
+    missing = [a for a in assignments if not templates[a].gradebook.exists()]
     jobs = []
     for assignment in missing:
-        shutil.rmtree(folders[assignment], ignore_errors=True)
-        jobs.append({"kind": "generate", "assignment": assignment, "root": str(source.parent),
-                     "source_directory": source.name, "folder": str(folders[assignment]) + ".partial"})
+        shutil.rmtree(templates[assignment].folder, ignore_errors=True)
+        partial = templates[assignment].folder.with_name(f"{templates[assignment].folder.name}.partial")
+        jobs.append(GenerateJob(replace(templates[assignment], folder=partial), str(source.parent), source.name))
     failures = []
 
     def done(index: int, result: dict) -> None:
-        partial = Path(jobs[index]["folder"])
+        partial = jobs[index].template.folder
         if result["status"] == "done":
-            partial.rename(folders[missing[index]])
+            partial.rename(templates[missing[index]].folder)
         else:
             shutil.rmtree(partial, ignore_errors=True)
             failures.append(result["reason"])
@@ -81,4 +87,4 @@ def prepare_templates(source: Path, cache: Path, pool: Pool, only: set[str] | No
     pool.run(jobs, 600, done)
     if failures:
         raise RuntimeError("\n".join(failures))
-    return {a: read_template(a, keys[a], folders[a], source / a) for a in assignments}
+    return {a: read_template(templates[a]) for a in assignments}

@@ -31,6 +31,8 @@ from pathlib import Path
 from autograder.cluster_worker import (EnvironmentMismatch, check_worker, differences, fingerprint, grade_remote,
                                        pack_template, template_archive)
 from autograder.pool import WorkerStartError
+from autograder.records import Job
+from autograder.sandbox import describe_isolation
 
 CONNECT_TIMEOUT = 10
 WORKER_WAIT = 30
@@ -92,11 +94,7 @@ class ClusterPool:
                  worker_wait: float = WORKER_WAIT):
         self.client = connect(address, isolate, timeout, worker_wait)
         self.address = address
-        self.isolation = ("isolation: every Dask worker made a bubblewrap sandbox before the run; each kernel runs "
-                          "in its own there: no network, no view of the worker's files, other submissions or the "
-                          "templates; resource limits" if isolate else
-                          "warning: --no-isolate: kernels run on the Dask workers as the worker's user without a "
-                          "sandbox, with resource limits only")
+        self.isolation = describe_isolation(isolate, cluster=True)
 
     def describe(self) -> str:
         """'on the Dask cluster at ADDRESS: N workers, M threads' (each thread grades one submission at a time)."""
@@ -104,31 +102,27 @@ class ClusterPool:
         threads = sum(w.get("nthreads", 1) for w in workers.values())
         return f"on the Dask cluster at {self.address}: {len(workers)} workers, {threads} threads"
 
-    def run(self, jobs: list[dict], timeout: float, on_result: Callable[[int, dict], None]) -> None:
+    def run(self, jobs: list[Job], timeout: float, on_result: Callable[[int, dict], None]) -> None:
         """Grade every job (`autograder.grade`'s: notebooks by path, the template folder, limits) on the
         cluster; calls ``on_result(index, result)`` here as each one finishes, its feedback pages in the
         result as a local run returns them. Interrupted (Ctrl-C, SIGTERM): cancels what is left."""
         from distributed import as_completed
 
         ours = fingerprint()
-        templates: dict[str, object] = {}
+        templates: dict[Path, object] = {}
         futures = {}
         warned: set[str] = set()  # each once, not once per job
         try:
             for index, job in enumerate(jobs):
-                folder = job["template"]
+                folder = job.template.folder
                 if folder not in templates:
                     # A task, not scattered data: when the worker that holds it dies, the scheduler remakes it.
-                    archive = pack_template(Path(folder))
+                    archive = pack_template(folder)
                     templates[folder] = self.client.submit(
                         template_archive, archive, key=f"autograder-template-{hashlib.sha256(archive).hexdigest()}")
-                remote = {"assignment": job["assignment"], "cell_timeout": job["cell_timeout"],
-                          "preload_torch": job["preload_torch"], "limits": job["limits"], "timeout": timeout,
-                          "isolate": job["isolate"], "fingerprint": ours,
-                          "notebooks": {name: Path(path).read_bytes() if path else None
-                                        for name, path in job["notebooks"].items()}}
-                future = self.client.submit(grade_remote, remote, templates[folder], retries=1, pure=False,
-                                            key=f"autograder-{job['assignment']}-{uuid.uuid4().hex}")
+                notebooks = {name: Path(path).read_bytes() if path else None for name, path in job.notebooks.items()}
+                future = self.client.submit(grade_remote, job, notebooks, timeout, ours, templates[folder], retries=1,
+                                            pure=False, key=f"autograder-{job.assignment}-{uuid.uuid4().hex}")
                 futures[future] = index
             for future in as_completed(list(futures), loop=self.client.loop):
                 index = futures.pop(future)

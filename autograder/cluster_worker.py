@@ -1,11 +1,11 @@
 """The worker side of `--scheduler`: what a Dask worker runs to grade one submission from bytes.
 
-A job arrives with everything it needs (no shared filesystem): the notebook bytes, the limits, the
-client's environment fingerprint and, as a separate Dask argument, the assignment's template archive
+A job arrives with everything it needs (no shared filesystem): the client's `autograder.records.Job`
+(its limits), the notebook bytes, the client's environment fingerprint and the assignment's template archive
 (`pack_template`: the released files and the template gradebook), which Dask moves to each worker
 once per assignment and run. The worker unpacks it once into its own folder, writes the notebooks
-there and grades them exactly as a local run does: a single-slot `autograder.pool.Pool` runs
-`autograder.worker.grade_submission` in a separate process whose kernel is sandboxed
+there and grades them exactly as a local run does: a single-slot `autograder.pool.Pool` runs the
+job (`autograder.worker.grade_submission`) in a separate process whose kernel is sandboxed
 (`autograder.sandbox`), killed with its kernel when it overruns. A hostile notebook therefore fails
 alone and never takes the Dask worker down with it. The result (scores, reasons and the feedback
 HTML) goes back to the client, which alone writes DIR.
@@ -26,6 +26,8 @@ import uuid
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
+from autograder.digests import hash_folder
+from autograder.records import Job
 from course import ROOT
 
 PACKAGES = ("nbgrader", "torch", "numpy", "distributed")
@@ -45,8 +47,6 @@ def _package_version(name: str) -> str:
 
 def _code_hash() -> str:
     """sha256 of every file of the course's code (``autograder/`` and ``course/``), by relative path."""
-    from autograder.assignments import hash_folder
-
     together = "".join(f"{package}:{hash_folder(ROOT / package)}\n" for package in CODE)
     return hashlib.sha256(together.encode()).hexdigest()[:16]
 
@@ -102,7 +102,7 @@ def unpack_template(archive: bytes, cache: Path) -> Path:
     """The template folder for ``archive``, unpacked under ``cache`` once per archive digest."""
     folder = cache / hashlib.sha256(archive).hexdigest()[:32]
     with _unpack_lock:
-        if not (folder / "gradebook.db").exists():
+        if not folder.exists():  # made whole or not at all: unpacked aside, then renamed
             partial = Path(tempfile.mkdtemp(prefix="partial-", dir=cache))
             with tarfile.open(fileobj=io.BytesIO(gzip.decompress(archive))) as tar:
                 tar.extractall(partial, filter="data")
@@ -131,61 +131,56 @@ class _Slot:
     """One Dask worker thread's grading process (a single-slot local pool, so the same code as a local run,
     in a process of its own that a hostile notebook can only take down alone) and its folders."""
 
-    def __init__(self, base: Path, memory_bytes: int):
+    def __init__(self, base: Path):
         from autograder.pool import Pool
 
         self.base = base
         # The jobs' folders: short paths, as the kernels' sockets live there (an ipc path holds ~100 bytes).
         self.scratch = Path(tempfile.mkdtemp(prefix="autograder-"))
         atexit.register(shutil.rmtree, self.scratch, True)
-        self.pool = Pool(1, base / "logs", memory_bytes)
-        self.memory_bytes = memory_bytes
+        self.pool = Pool(1, base / "logs")
 
 
 _slots = threading.local()
 
 
-def _slot(memory_bytes: int) -> _Slot:
+def _slot() -> _Slot:
     slot = getattr(_slots, "slot", None)
-    if slot is None or slot.memory_bytes != memory_bytes:
-        if slot is not None:
-            slot.pool.close()
+    if slot is None:
         base = _local_folder() / "autograder"
         for sub in ("templates", "jobs", "logs"):
             (base / sub).mkdir(parents=True, exist_ok=True)
-        slot = _slots.slot = _Slot(base, memory_bytes)
+        slot = _slots.slot = _Slot(base)
     return slot
 
 
-def grade_remote(job: dict, template: bytes) -> dict:
-    """Grade one submission from bytes as `autograder.worker.grade_submission` does locally; returns its
-    result, with the feedback pages (file name -> HTML) in ``feedback``.
+def grade_remote(job: Job, notebooks: dict[str, bytes | None], timeout: float, client: dict[str, str],
+                 template: bytes) -> dict:
+    """Grade one submission from bytes as a local run does (`autograder.worker.grade_submission`, in this
+    thread's worker process); returns its result, with the feedback pages (file name -> HTML) in ``feedback``.
 
-    ``job``: assignment, notebooks (name -> notebook bytes or None), cell_timeout, preload_torch, limits
-    (`autograder.records.Limits` as a dict), isolate, timeout (seconds for the whole job) and fingerprint
-    (the client's). ``template``: `pack_template` of the assignment's template folder. Raises
+    ``job``: the client's `autograder.records.Job` (its paths are the client's; the files come as bytes):
+    ``notebooks`` (name -> notebook bytes or None); ``timeout``: seconds for the whole job; ``client``: the
+    client's `fingerprint`; ``template``: `pack_template` of the assignment's template folder. Raises
     `EnvironmentMismatch` when this worker's environment differs from the client's.
     """
-    problem = differences(fingerprint(), job["fingerprint"])
+    problem = differences(fingerprint(), client)
     if problem:
         raise EnvironmentMismatch(problem)
-    slot = _slot(job["limits"]["memory_bytes"])
+    slot = _slot()
     folder = unpack_template(template, slot.base / "templates")
     here = slot.base / "jobs" / uuid.uuid4().hex
     try:
-        notebooks = {}
-        for name, data in job["notebooks"].items():
-            notebooks[name] = None
+        paths: dict[str, str | None] = {}
+        for name, data in notebooks.items():
+            paths[name] = None
             if data is not None:
                 path = here / f"{name}.ipynb"
                 path.parent.mkdir(parents=True, exist_ok=True)
                 path.write_bytes(data)
-                notebooks[name] = str(path)
-        local = {"assignment": job["assignment"], "notebooks": notebooks, "template": str(folder),
-                 "cell_timeout": job["cell_timeout"], "preload_torch": job["preload_torch"],
-                 "limits": job["limits"], "isolate": job["isolate"], "scratch": str(slot.scratch)}
+                paths[name] = str(path)
         results: list[dict] = []
-        slot.pool.run([local], job["timeout"], lambda index, result: results.append(result))
+        slot.pool.run([job.moved(paths, folder, slot.scratch)], timeout, lambda index, result: results.append(result))
         return results[0]
     finally:
         shutil.rmtree(here, ignore_errors=True)

@@ -7,11 +7,12 @@
    handed in is generated or reused (`autograder.assignments`). When no sandbox can be made the
    command stops with the reason and the line that enables it, unless ``--no-isolate`` was asked for.
 3. Each (student, assignment) becomes a task keyed by a hash of the submitted notebook(s), the
-   template and the limits (`autograder.results`). A task whose key matches a stored result in
-   ``DIR/.state`` is not graded again (unless ``--force``), so re-running is idempotent and an
-   interrupted run resumes; a result that is not the student's own failure (a killed worker) is
-   never stored.
-4. ``--jobs`` worker processes (`autograder.pool`) grade the others, each job with
+   template and the grading settings (`autograder.tasks`). A task whose key matches a stored result in
+   ``DIR/.state`` (`autograder.state`) is not graded again (unless ``--force``), so re-running is
+   idempotent and an interrupted run resumes; a result that is not the student's own failure (a
+   killed worker) is never stored.
+4. ``--jobs`` worker processes (`autograder.pool`), or a Dask cluster's (`autograder.cluster`), grade
+   the others: each task becomes a `autograder.records.Job`, graded by
    `autograder.worker.grade_submission` in a kernel of its own sandbox.
 5. This process writes each result's feedback, merges every result into the class gradebook
    (``--db``, any SQLAlchemy URL), then writes ``grades.csv``, ``similarity.csv``
@@ -31,25 +32,22 @@ from pathlib import Path
 
 from autograder.assignments import course_notebooks, prepare_templates
 from autograder.pool import Pool, WorkerStartError
-from autograder.records import Options, Task, Template
-from autograder.release import nbgrader_environment
-from autograder.results import Progress, load_state, make_tasks, save_state, write_grades
-from autograder.sandbox import SandboxUnavailable, bwrap_path, check
+from autograder.records import Job, Options, Task, Template
+from autograder.nbgrader_course import nbgrader_environment
+from autograder.csv_files import write_grades
+from autograder.progress import Progress
+from autograder.state import load_state, save_state
+from autograder.tasks import make_tasks
+from autograder.sandbox import SandboxUnavailable, check, describe_isolation
 from autograder.similarity import class_similarity, write_similarity
 from autograder.submissions import SubmissionsUnreadable, find, normal_id, select, valid_student_id
-
-NO_ISOLATE_WARNING = ("warning: --no-isolate: kernels run as this user without a sandbox, with resource limits "
-                      "only: student code can read and write whatever this user can and reach the network")
-
 
 def isolation_line(isolate: bool) -> str:
     """Start one sandbox (unless ``isolate`` is off) and say how kernels will run; `SandboxUnavailable` if
     no sandbox can be made."""
-    if not isolate:
-        return NO_ISOLATE_WARNING
-    check()
-    return (f"isolation: each kernel runs in its own bubblewrap sandbox ({bwrap_path()}): no network, no view of "
-            "this user's files, the solutions, other submissions or the output; resource limits")
+    if isolate:
+        check()
+    return describe_isolation(isolate)
 
 
 def grade(options: Options) -> int:
@@ -61,7 +59,7 @@ def grade(options: Options) -> int:
     # A terminated run stops its workers and kernels on the way out; what finished is kept for the next run.
     signal.signal(signal.SIGTERM, _terminate)
     scratch = Path(tempfile.mkdtemp(prefix="autograder-"))
-    pool = Pool(options.jobs, out / ".logs", options.memory_bytes)
+    pool = Pool(options.jobs, out / ".logs")
     cluster = None
     try:
         found, said = find(options.submissions, course_notebooks(options.source), scratch / "submissions",
@@ -82,7 +80,7 @@ def grade(options: Options) -> int:
             isolation_check = None if cluster else background.submit(isolation_line, options.isolate)
             templates = prepare_templates(options.source, out / ".cache", pool, _handed_in(found, options))
             isolation = cluster.isolation if cluster else isolation_check.result()
-        tasks = make_tasks(found, templates, f"{options.cell_timeout}:{options.limits.key}:{options.isolate}")
+        tasks = make_tasks(found, templates, options.grading_key)
         where = cluster.describe() if cluster else f"with {options.jobs} jobs"
         print(f"grading {len(tasks)} submissions of {len(found)} students {where}\n{isolation}", file=sys.stderr)
         return _grade_tasks(options, tasks, templates, cluster or pool, scratch)
@@ -156,12 +154,9 @@ def _grade_tasks(options: Options, tasks: list[Task], templates: dict[str, Templ
             reused += 1
         else:
             to_grade.append(task)
-    jobs = [{"assignment": t.assignment, "notebooks": t.notebooks, "template": str(templates[t.assignment].folder),
-             "cell_timeout": options.cell_timeout, "preload_torch": templates[t.assignment].preload_torch,
-             "limits": options.limits.as_dict(), "isolate": options.isolate, "scratch": str(scratch)}
-            for t in to_grade]
+    jobs = [Job(templates[t.assignment], t.notebooks, options.limits, options.isolate, str(scratch)) for t in to_grade]
     try:
-        pool.run(jobs, options.submission_timeout + 30, lambda index, result: finish(to_grade[index], result, True))
+        pool.run(jobs, options.limits.wall_seconds, lambda index, result: finish(to_grade[index], result, True))
     finally:
         gradebook.close()
     rows = []

@@ -8,31 +8,6 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from autograder.records import Task, Template
 
-COURSE_ID = "attention-by-hand"
-
-
-def use_inprocess_alembic() -> None:
-    """Make nbgrader read alembic's schema version in this process instead of running the `alembic` command.
-
-    nbgrader stamps every new gradebook with the head revision of its migrations, which it reads by
-    running `alembic heads` in a subprocess (seconds of imports, on every new gradebook). The same
-    answer comes from alembic's Python API in a fraction of a second.
-    """
-    import nbgrader.api
-    from alembic.config import Config
-    from alembic.script import ScriptDirectory
-
-    if getattr(nbgrader.api.get_alembic_version, "inprocess", False):
-        return
-    with nbgrader.api._temp_alembic_ini("sqlite://") as ini:
-        head = ScriptDirectory.from_config(Config(ini)).get_current_head()
-
-    def get_alembic_version() -> str:
-        return head
-
-    get_alembic_version.inprocess = True
-    nbgrader.api.get_alembic_version = get_alembic_version
-
 
 class ClassGradebook:
     """The class gradebook (nbgrader's schema): assignments, students and per-cell auto scores."""
@@ -40,8 +15,10 @@ class ClassGradebook:
     def __init__(self, db_url: str, templates: dict[str, Template]):
         from nbgrader.api import Gradebook as NbgraderGradebook
 
+        from autograder.nbgrader_course import course_id, use_inprocess_alembic
+
         use_inprocess_alembic()
-        self.gradebook = NbgraderGradebook(db_url, COURSE_ID)
+        self.gradebook = NbgraderGradebook(db_url, course_id())
         self.templates = templates
         self.ready: set[str] = set()
 
@@ -50,9 +27,11 @@ class ClassGradebook:
             return
         from nbgrader.api import Gradebook as NbgraderGradebook
 
+        from autograder.nbgrader_course import course_id
+
         gb = self.gradebook
         gb.update_or_create_assignment(template.assignment)
-        with NbgraderGradebook(f"sqlite:///{template.gradebook}", COURSE_ID) as source:
+        with NbgraderGradebook(f"sqlite:///{template.gradebook}", course_id()) as source:
             for name in template.notebooks:
                 gb.update_or_create_notebook(name, template.assignment)
                 notebook = source.find_notebook(name, template.assignment)

@@ -9,6 +9,8 @@ under its disk quota.
 - `DiskQuota` measures the kernel's writable folder every `DISK_POLL` seconds while a notebook runs
   and kills the kernel once the folder holds more than the quota (each file is also capped by
   ``RLIMIT_FSIZE``, so a kernel gets at most one poll's worth of writing past it).
+- `kill_group` SIGKILLs a process started in a session of its own (a worker, a kernel, a Dask
+  process) with everything it started.
 """
 
 from __future__ import annotations
@@ -23,6 +25,15 @@ from pathlib import Path
 PR_SET_PDEATHSIG = 1
 PARENT_POLL = 0.2
 DISK_POLL = 0.2
+
+
+def kill_group(pid: int) -> None:
+    """SIGKILL the process group led by ``pid`` (a process started with ``start_new_session``); a group that is
+    gone already, or not ours to kill, is left alone."""
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 def die_with_parent() -> None:

@@ -2,14 +2,16 @@
 ``python -m autograder.kernel -f CONNECTION_FILE``.
 
 Before any student code runs it sets the resource limits (address space, CPU time, file size,
-processes; from ``AUTOGRADER_*`` variables) and imports `autograder.checks` (and torch, with
-``AUTOGRADER_PRELOAD_TORCH=1``), so that the checks hold genuine references to numpy's and torch's
-comparison functions before any student code can replace them. It records when it started, when
+processes: `autograder.limits.Limits`, read from the one variable ``AUTOGRADER_LIMITS``) and imports
+`autograder.checks` and the modules named in ``AUTOGRADER_PRELOAD`` (comma-separated: torch,
+transformers; the chapter registry says which), so that the checks hold genuine references to numpy's
+and torch's comparison functions before any student code can replace them. It records when it started, when
 the imports ended and when ipykernel was ready (``AUTOGRADER_TIMES_FILE``).
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import resource
@@ -18,12 +20,13 @@ import sys
 import time
 
 from autograder.guards import die_with_parent
+from autograder.limits import ENV, Limits
 
 
-def set_limits(memory_bytes: int, cpu_seconds: int, file_bytes: int, processes: int) -> None:
+def set_limits(limits: Limits) -> None:
     """Apply the resource limits to this process (and so to everything it starts); 0 leaves one as it is."""
-    for limit, value in ((resource.RLIMIT_AS, memory_bytes), (resource.RLIMIT_CPU, cpu_seconds),
-                         (resource.RLIMIT_FSIZE, file_bytes), (resource.RLIMIT_NPROC, processes)):
+    for limit, value in ((resource.RLIMIT_AS, limits.memory_bytes), (resource.RLIMIT_CPU, limits.cpu_seconds),
+                         (resource.RLIMIT_FSIZE, limits.file_bytes), (resource.RLIMIT_NPROC, limits.processes)):
         if value > 0:
             hard = value + 5 if limit == resource.RLIMIT_CPU else value
             resource.setrlimit(limit, (value, hard))
@@ -31,19 +34,16 @@ def set_limits(memory_bytes: int, cpu_seconds: int, file_bytes: int, processes: 
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
 
 
-def _int_env(name: str) -> int:
-    return int(os.environ.get(name, "0"))
-
-
 def main(argv: list[str]) -> None:
     """Set limits, preload the checks, then run ipykernel with ``argv``."""
     started = time.time()
     die_with_parent()  # a kernel outside the sandbox (--no-isolate) dies with its worker too
-    set_limits(_int_env("AUTOGRADER_MEMORY_BYTES"), _int_env("AUTOGRADER_CPU_SECONDS"),
-               _int_env("AUTOGRADER_FILE_BYTES"), _int_env("AUTOGRADER_PROCESSES"))
+    set_limits(Limits.from_json(os.environ[ENV]))
     import autograder.checks  # noqa: F401 - captures numpy's functions before student code runs
 
-    if os.environ.get("AUTOGRADER_PRELOAD_TORCH") == "1":
+    for module in filter(None, os.environ.get("AUTOGRADER_PRELOAD", "").split(",")):
+        importlib.import_module(module)
+    if "torch" in sys.modules:
         import torch
 
         if "OMP_NUM_THREADS" in os.environ:

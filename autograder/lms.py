@@ -18,7 +18,7 @@ import csv
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder.results import from_spreadsheet_safe
+from autograder.csv_files import from_spreadsheet_safe
 from autograder.lms_table import ExportError, Table, format_number, parse_number
 
 NOT_GRADED = "not graded:"

@@ -16,7 +16,6 @@ import json
 import os
 import queue
 import select
-import signal
 import subprocess
 import sys
 import threading
@@ -24,7 +23,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from autograder.release import nbgrader_environment
+from autograder.guards import kill_group
+from autograder.nbgrader_course import nbgrader_environment
+from autograder.records import GenerateJob, Job
 from course import ROOT
 
 START_TIMEOUT = 120
@@ -32,13 +33,6 @@ START_TIMEOUT = 120
 
 class WorkerStartError(RuntimeError):
     """A grading worker could not start: the message says why."""
-
-
-def _kill_group(pid: int) -> None:
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 class Worker:
@@ -82,11 +76,11 @@ class Worker:
         except OSError:
             return "(no log)"
 
-    def run(self, job: dict, timeout: float) -> dict:
+    def run(self, job: Job | GenerateJob, timeout: float) -> dict:
         """Send a job; its result, or a failure when the worker died or took longer than ``timeout``."""
         self.start()
         try:
-            self.process.stdin.write((json.dumps(job) + "\n").encode())
+            self.process.stdin.write((job.to_json() + "\n").encode())
             self.process.stdin.flush()
             line = self._read_line(time.monotonic() + timeout)
         except OSError:
@@ -116,7 +110,7 @@ class Worker:
 
     def stop(self) -> None:
         if self.process is not None:
-            _kill_group(self.process.pid)
+            kill_group(self.process.pid)
             self.process.wait()
             self.process = None
 
@@ -124,16 +118,15 @@ class Worker:
 class Pool:
     """Up to ``jobs`` workers, started when there is work; `run` hands out jobs and reports each result."""
 
-    def __init__(self, jobs: int, logs: Path, memory_bytes: int = 3 * 2**30, python: str = sys.executable):
+    def __init__(self, jobs: int, logs: Path, python: str = sys.executable):
         env = nbgrader_environment()
-        env["AUTOGRADER_WORKER_MEMORY_BYTES"] = str(memory_bytes + 3 * 2**30)
         if jobs > 1:
             env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
         logs.mkdir(parents=True, exist_ok=True)
         self.workers = [Worker(i, env, logs / f"worker-{i}.log", python) for i in range(jobs)]
         self.closing = threading.Event()
 
-    def run(self, jobs: list[dict], timeout: float, on_result: Callable[[int, dict], None]) -> None:
+    def run(self, jobs: list[Job] | list[GenerateJob], timeout: float, on_result: Callable[[int, dict], None]) -> None:
         """Run every job; calls ``on_result(index, result)`` in this thread as each one finishes.
 
         Raises `WorkerStartError` (after stopping the other workers) when a worker cannot start.

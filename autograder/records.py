@@ -1,4 +1,4 @@
-"""The records the grader passes around: options, limits, assignment templates and tasks.
+"""The records the grader passes around: options, assignment templates, tasks and the jobs sent to workers.
 
 They live here, apart from the modules that make and use them (`autograder.grade`,
 `autograder.assignments`, `autograder.gradebook`), so that no two of those import each other.
@@ -6,51 +6,27 @@ They live here, apart from the modules that make and use them (`autograder.grade
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+import json
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
+from autograder.limits import Limits
 from autograder.submissions import STAGING_BYTES
 from course import ROOT
 
-
-@dataclass(frozen=True)
-class Limits:
-    """Resource limits of one kernel: bytes of address space, seconds of CPU time, bytes of any file it
-    writes, processes (and threads) in its sandbox, bytes of its private /tmp, and bytes of all the files
-    in its writable folder (the disk quota, `autograder.guards.DiskQuota`)."""
-
-    memory_bytes: int = 3 * 2**30
-    cpu_seconds: int = 600
-    file_bytes: int = 64 * 2**20
-    processes: int = 256
-    tmp_bytes: int = 256 * 2**20
-    disk_bytes: int = 512 * 2**20
-
-    def as_dict(self) -> dict[str, int]:
-        return asdict(self)
-
-    @property
-    def key(self) -> str:
-        """Part of each job's cache key: results graded under other limits are graded again."""
-        return (f"{self.cpu_seconds}:{self.memory_bytes}:{self.file_bytes}:{self.processes}:{self.tmp_bytes}:"
-                f"{self.disk_bytes}")
+SOURCE = ROOT / "solutions"  # the nbgrader source assignments graded by default
 
 
 @dataclass(frozen=True)
 class Options:
-    """Everything `grade` needs; the CLI fills it from its arguments."""
+    """Everything `grade` needs; the CLI fills it from its arguments (its defaults are these)."""
 
     submissions: Path
     out: Path
     jobs: int
     db_url: str = ""
-    source: Path = ROOT / "solutions"
-    cell_timeout: int = 60
-    submission_timeout: int = 600
-    memory_bytes: int = 3 * 2**30
-    file_bytes: int = 64 * 2**20
-    processes: int = 256
-    disk_bytes: int = 512 * 2**20
+    source: Path = SOURCE
+    limits: Limits = Limits()
     unpacked_bytes: int = STAGING_BYTES  # what a zip of submissions may unpack in all
     isolate: bool = True
     progress: bool = True
@@ -61,9 +37,10 @@ class Options:
     force: bool = False  # grade again what is stored
 
     @property
-    def limits(self) -> Limits:
-        return Limits(memory_bytes=self.memory_bytes, cpu_seconds=self.submission_timeout,
-                      file_bytes=self.file_bytes, processes=self.processes, disk_bytes=self.disk_bytes)
+    def grading_key(self) -> str:
+        """Part of each task's cache key (`autograder.tasks`): what else than the submission and the template
+        changes a grade. Results graded under other limits, or with the sandbox on or off, are graded again."""
+        return f"{self.limits.to_json()}:{self.isolate}"
 
 
 @dataclass(frozen=True)
@@ -74,9 +51,9 @@ class Template:
     assignment: str
     key: str
     folder: Path
-    notebooks: tuple[str, ...]
+    notebooks: tuple[str, ...]  # the notebook names of the assignment, without .ipynb
     cells: tuple[tuple[str, str, float], ...]  # (notebook, grade_id, max points), notebook order
-    preload_torch: bool
+    preload: tuple[str, ...] = ()  # modules the kernel imports before student code (`course.chapters.Chapter`)
 
     @property
     def gradebook(self) -> Path:
@@ -104,3 +81,54 @@ class Task:
     lms_user_id: str = ""  # the Canvas user id a Canvas zip's file names carried ("" otherwise)
     late: bool = False  # Canvas marked the submission that counts as late
     missing: bool = False  # nothing handed in for this assignment: not graded, and not a failure of the run
+
+
+@dataclass(frozen=True)
+class Job:
+    """One submission to grade, as the grader hands it to a worker: a line of the local workers' protocol
+    (`to_json`, `read_job`), or an argument of a cluster's task (`autograder.cluster`)."""
+
+    template: Template  # the assignment's template: its folder, and the modules its kernels preload
+    notebooks: dict[str, str | None]  # notebook name -> the submitted file's path (None: not handed in)
+    limits: Limits
+    isolate: bool  # False: the kernel runs without the sandbox (resource limits only)
+    scratch: str = ""  # the folder of the job's temporary folders ('' for the system's)
+
+    @property
+    def assignment(self) -> str:
+        return self.template.assignment
+
+    def to_json(self) -> str:
+        return json.dumps({"kind": "grade", **asdict(self)}, default=str)
+
+    def moved(self, notebooks: dict[str, str | None], template: Path, scratch: Path) -> Job:
+        """The same job with its files somewhere else (on a cluster's worker)."""
+        return replace(self, notebooks=notebooks, template=replace(self.template, folder=template),
+                       scratch=str(scratch))
+
+
+@dataclass(frozen=True)
+class GenerateJob:
+    """Generate an assignment's template (nbgrader's generate_assignment) into ``template.folder`` from
+    ``root/source_directory/<assignment>``."""
+
+    template: Template
+    root: str
+    source_directory: str
+
+    def to_json(self) -> str:
+        return json.dumps({"kind": "generate", **asdict(self)}, default=str)
+
+
+def _template(given: dict) -> Template:
+    return Template(given["assignment"], given["key"], Path(given["folder"]), tuple(given["notebooks"]),
+                    tuple(tuple(cell) for cell in given["cells"]), tuple(given["preload"]))
+
+
+def read_job(line: str) -> Job | GenerateJob:
+    """The job a line of `Job.to_json` or `GenerateJob.to_json` describes."""
+    fields = json.loads(line)
+    fields["template"] = _template(fields["template"])
+    if fields.pop("kind") == "generate":
+        return GenerateJob(**fields)
+    return Job(**{**fields, "limits": Limits(**fields["limits"])})

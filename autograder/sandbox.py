@@ -29,7 +29,7 @@ import sysconfig
 import tempfile
 from pathlib import Path
 
-from autograder.records import Limits
+from autograder.limits import ENV, Limits
 
 KERNEL_NAME = "autograder-sandbox"
 SANDBOX_UID = 65534
@@ -144,14 +144,14 @@ def _view(home: Path, tmp_bytes: int, proc: list[str]) -> list[str]:
     return args
 
 
-def environment(home: Path, limits: Limits, preload_torch: bool) -> dict[str, str]:
-    """The kernel's whole environment (nothing of the grader's leaks in)."""
+def environment(home: Path, limits: Limits, preload: tuple[str, ...]) -> dict[str, str]:
+    """The kernel's whole environment (nothing of the grader's leaks in): its limits in `autograder.limits.ENV`,
+    the modules it imports before student code in ``AUTOGRADER_PRELOAD``."""
     env = {"HOME": str(home), "USER": "student", "LOGNAME": "student", "LANG": "C.UTF-8", "TMPDIR": "/tmp",
            "PATH": os.pathsep.join([str(Path(sys.executable).parent), "/usr/local/bin", "/usr/bin", "/bin"]),
            "PYTHONPATH": PACKAGES, "PYTHONDONTWRITEBYTECODE": "1", "MPLCONFIGDIR": str(home / ".matplotlib"),
-           "IPYTHONDIR": str(home / ".ipython"), "AUTOGRADER_PRELOAD_TORCH": "1" if preload_torch else "0",
-           "AUTOGRADER_TIMES_FILE": str(home / "kernel.times")}
-    env.update({f"AUTOGRADER_{key.upper()}": str(value) for key, value in limits.as_dict().items()})
+           "IPYTHONDIR": str(home / ".ipython"), "AUTOGRADER_PRELOAD": ",".join(preload),
+           "AUTOGRADER_TIMES_FILE": str(home / "kernel.times"), ENV: limits.to_json()}
     env.update({key: os.environ[key] for key in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
                 if key in os.environ})
     return env
@@ -194,15 +194,28 @@ def write_kernelspec(folder: Path, argv: list[str], env: dict[str, str] | None =
     return folder
 
 
-def kernel_argv(home: Path, work: Path, limits: Limits, preload_torch: bool, isolate: bool) -> tuple[list[str], dict]:
+def kernel_argv(home: Path, work: Path, limits: Limits, preload: tuple[str, ...],
+                isolate: bool) -> tuple[list[str], dict]:
     """The kernelspec's argv and extra environment for one job: sandboxed, or (``isolate`` off) a plain
     process of the grader's user with the same limits."""
-    env = environment(home, limits, preload_torch)
+    env = environment(home, limits, preload)
     program = [sys.executable, "-m", "autograder.kernel", "-f", "{connection_file}"]
     if not isolate:
         env["PYTHONPATH"] = os.pathsep.join(str(Path(p).parent) for p in _packages())
         return program, env
     return command(home, work, limits, env, program), {}
+
+
+def describe_isolation(isolate: bool, cluster: bool = False) -> str:
+    """The line a run prints about how kernels run: each in its own sandbox, or (``isolate`` off) a warning.
+    ``cluster``: the kernels run on Dask workers, each of which made a sandbox before the run."""
+    user = "the Dask worker's user" if cluster else "this user"
+    if not isolate:
+        return (f"warning: --no-isolate: kernels run as {user} without a sandbox, with resource limits only: "
+                f"student code can read and write whatever {user} can and reach the network")
+    made = "made by every Dask worker before the run" if cluster else bwrap_path()
+    return (f"isolation: each kernel runs in its own bubblewrap sandbox ({made}): no network, no view of {user}'s "
+            "files, the solutions, other submissions or the output; resource limits")
 
 
 def enable_hint() -> str:
@@ -232,7 +245,7 @@ def check() -> None:
         prepare_home(home)
         limits = Limits()
         try:
-            argv = command(home, home, limits, environment(home, limits, False),
+            argv = command(home, home, limits, environment(home, limits, ()),
                            [sys.executable, "-c", PROBE, str(ROOT / "solutions")])
             done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
         except (OSError, subprocess.SubprocessError, RuntimeError) as error:

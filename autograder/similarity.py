@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from autograder.records import Task, Template
-from autograder.results import write_csv
+from autograder.csv_files import write_csv
 from course.notebooks import nbgrader_meta, read_notebook, source_of
 
 NOISE = 25  # copydetect's default: runs shorter than 25 normalised characters are not fingerprinted

@@ -1,9 +1,11 @@
 """Grade one submission with nbgrader in a sandboxed kernel: `grade_submission`, and the worker process around it.
 
-`grade_submission(assignment, notebooks, template, limits, ...)` is the one entry point that grades
-a job; it takes the notebooks' bytes and the assignment's template folder and returns the result
-(scores, reasons, timings and the feedback HTML), writing nothing outside its own temporary folder,
-so that a local worker or a cluster's worker can call it alike.
+`grade_submission(job, notebooks)` is the one entry point that grades a job (`autograder.records.Job`:
+the assignment's template folder, the limits, the modules to preload); it takes the notebooks' bytes
+and returns the result (scores, reasons, timings and the feedback HTML), writing nothing outside its
+own temporary folder. It runs only in a worker process of `autograder.pool`: the local run's workers,
+or on a cluster the single worker of each Dask worker thread (`autograder.cluster_worker`), so that a
+hostile notebook takes down no more than its own worker.
 
 For each job it builds a throw-away nbgrader course: the assignment's released files as the source,
 the submission as ``submitted/student/<assignment>/`` and a copy of the template gradebook (made by
@@ -19,15 +21,12 @@ nbgrader is imported, then reads one job per line (JSON) on stdin and answers on
 
 from __future__ import annotations
 
-import io
 import json
-import logging
 import os
 import re
 import resource
 import secrets
 import shutil
-import signal
 import sys
 import tempfile
 import time
@@ -41,28 +40,17 @@ import nbformat  # noqa: E402
 
 from autograder.feedback import (MESSAGE_LIMIT, add_canary, canary_problem, cell_message, incidents,  # noqa: E402
                                  sanitize_for_feedback, shorten)
-from autograder.guards import DiskQuota, die_with_parent, watch_parent  # noqa: E402
-from autograder.records import Limits  # noqa: E402
+from autograder.guards import DiskQuota, die_with_parent, kill_group, watch_parent  # noqa: E402
+from autograder.nbgrader_course import (course_config, generate_assignment, run_converter,  # noqa: E402
+                                         use_inprocess_alembic)  # noqa: E402
+from autograder.limits import WORKER_HEADROOM  # noqa: E402
+from autograder.records import GenerateJob, Job, read_job  # noqa: E402
 from autograder.safe_html import with_csp  # noqa: E402
 from autograder.sandbox import KERNEL_NAME, kernel_argv, prepare_home, write_kernelspec  # noqa: E402
 
 STUDENT = "student"
 _launches: list[float] = []
 _kernels: list[int] = []  # the process ids of this job's kernels (each the leader of its own session)
-
-
-def course_config(root: Path, db_url: str, **overrides: str):
-    """The course's nbgrader config (autograder/nbgrader_config.py) pointed at another course folder."""
-    from traitlets.config.loader import PyFileConfigLoader
-
-    from autograder import NBGRADER_CONFIG
-
-    config = PyFileConfigLoader(NBGRADER_CONFIG.name, str(NBGRADER_CONFIG.parent)).load_config()
-    config.CourseDirectory.root = str(root)
-    config.CourseDirectory.db_url = db_url
-    for name, value in overrides.items():
-        setattr(config.CourseDirectory, name, value)
-    return config
 
 
 def grading_config(course: Path, db_url: str, cell_timeout: int, home: Path):
@@ -79,51 +67,22 @@ def grading_config(course: Path, db_url: str, cell_timeout: int, home: Path):
     config.KernelManager.transport = "ipc"
     config.KernelManager.ip = str(home / "k")
     config.KernelManager.connection_file = str(home / "connection.json")
+    # nbgrader's LimitOutput keeps at most this many lines of each output in the autograded notebook (what this
+    # worker holds and the messages are read from); `autograder.feedback.sanitize_for_feedback` then cuts
+    # each remaining output to characters for the student's page (a line can be as long as a whole flood).
     config.LimitOutput.max_lines = 200
     config.LimitOutput.max_traceback = 60
     return config
 
 
-def _job_log() -> logging.Logger:
-    log = logging.getLogger("autograder.worker.nbgrader")
-    if not log.handlers:
-        log.addHandler(logging.StreamHandler(io.StringIO()))
-        log.setLevel(logging.ERROR)
-        log.propagate = False
-    return log
-
-
-def run_converter(converter_class, config, assignment: str, student: str | None = None) -> str:
-    """Run an nbgrader converter; returns its error log ('' when it succeeded)."""
-    from nbgrader.coursedir import CourseDirectory
-
-    config.CourseDirectory.assignment_id = assignment
-    if student is not None:
-        config.CourseDirectory.student_id = student
-    log = _job_log()
-    stream = log.handlers[0].stream
-    stream.seek(0)
-    stream.truncate()
-    converter = converter_class(coursedir=CourseDirectory(config=config), config=config)
-    converter.log = log
-    try:
-        converter.start()
-    except Exception as error:  # noqa: BLE001 - nbgrader reports failures as exceptions and log lines
-        return stream.getvalue() or f"{type(error).__name__}: {error}"
-    return ""
-
-
-def generate(assignment: str, root: Path, source_directory: str, folder: Path) -> dict:
-    """``nbgrader generate_assignment`` (its Python API) for one assignment into ``folder`` (a template)."""
-    from nbgrader.converters import GenerateAssignment
-
-    folder.mkdir(parents=True, exist_ok=True)
-    config = course_config(root, f"sqlite:///{folder / 'gradebook.db'}", source_directory=source_directory,
-                           release_directory=str(folder / "release"))
-    config.GenerateAssignment.force = True
-    error_log = run_converter(GenerateAssignment, config, assignment)
+def generate(job: GenerateJob) -> dict:
+    """The template of one assignment in ``job.template.folder``: its released files and its gradebook."""
+    template = job.template
+    template.folder.mkdir(parents=True, exist_ok=True)
+    error_log = generate_assignment(template.assignment, Path(job.root), job.source_directory,
+                                    template.released.parent, f"sqlite:///{template.gradebook}")
     if error_log:
-        return {"status": "failed", "reason": f"nbgrader generate_assignment {assignment} failed: "
+        return {"status": "failed", "reason": f"nbgrader generate_assignment {template.assignment} failed: "
                                               f"{_failure_reason(error_log)}"}
     return {"status": "done"}
 
@@ -207,28 +166,26 @@ def _write_submission(notebooks: dict[str, bytes | None], submitted: Path, token
     return problems
 
 
-def grade_submission(assignment: str, notebooks: dict[str, bytes | None], template: Path, limits: Limits,
-                     cell_timeout: int = 60, preload_torch: bool = False, isolate: bool = True,
-                     scratch: Path | None = None) -> dict:
+def grade_submission(job: Job, notebooks: dict[str, bytes | None]) -> dict:
     """Grade one student's submission of one assignment in a sandboxed kernel.
 
     ``notebooks`` maps each notebook name of the assignment to its submitted bytes (None: not handed in);
-    ``template`` is the assignment's template folder (``gradebook.db`` and ``release/<assignment>/``);
-    ``isolate`` False runs the kernel without the sandbox (resource limits only). Returns
-    ``{"status": "graded" | "failed", "reason": str, "cells": [{notebook, grade_id, points, max_points,
-    passed, message}], "timings": {phase: seconds}, "feedback": {html file name: html}}``.
+    ``job`` names the assignment's template folder (``gradebook.db`` and ``release/<assignment>/``), the
+    limits, the modules to preload and whether to sandbox the kernel (``isolate`` False: resource limits
+    only). Returns ``{"status": "graded" | "failed", "reason": str, "cells": [{notebook, grade_id, points,
+    max_points, passed, message}], "timings": {phase: seconds}, "feedback": {html file name: html}}``.
     Not thread-safe (it sets JUPYTER_PATH for nbgrader): one job at a time per process.
     """
-    workdir = Path(tempfile.mkdtemp(prefix="job-", dir=scratch))
+    workdir = Path(tempfile.mkdtemp(prefix="job-", dir=job.scratch or None))
     try:
-        return _grade(assignment, notebooks, Path(template), limits, cell_timeout, preload_torch, isolate, workdir)
+        return _grade(job, notebooks, workdir)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-def _grade(assignment: str, notebooks: dict[str, bytes | None], template: Path, limits: Limits, cell_timeout: int,
-           preload_torch: bool, isolate: bool, workdir: Path) -> dict:
-    released = template / "release" / assignment
+def _grade(job: Job, notebooks: dict[str, bytes | None], workdir: Path) -> dict:
+    assignment, template, limits = job.assignment, job.template, job.limits
+    released = template.released
     course, home = workdir / "course", workdir / "kernel"
     shutil.copytree(released, course / "source" / assignment, ignore=shutil.ignore_patterns("*.ipynb"))
     shutil.copytree(released, home / "work", ignore=shutil.ignore_patterns("*.ipynb"))
@@ -238,10 +195,10 @@ def _grade(assignment: str, notebooks: dict[str, bytes | None], template: Path, 
     problems = _write_submission(notebooks, submitted, token)
     if problems:
         return {"status": "failed", "reason": "; ".join(problems), "cells": []}
-    shutil.copyfile(template / "gradebook.db", workdir / "gradebook.db")
+    shutil.copyfile(template.gradebook, workdir / "gradebook.db")
     db_url = f"sqlite:///{workdir / 'gradebook.db'}"
     prepare_home(home)
-    argv, env = kernel_argv(home, home / "work", limits, preload_torch, isolate)
+    argv, env = kernel_argv(home, home / "work", limits, template.preload, job.isolate)
     given = os.environ.setdefault("AUTOGRADER_JUPYTER_PATH", os.environ.get("JUPYTER_PATH", ""))
     os.environ["JUPYTER_PATH"] = os.pathsep.join(filter(None, [str(write_kernelspec(workdir / "jupyter", argv, env)),
                                                                given]))
@@ -251,7 +208,7 @@ def _grade(assignment: str, notebooks: dict[str, bytes | None], template: Path, 
     _launches.clear()
     _kernels.clear()
     started = time.time()
-    config = grading_config(course, db_url, cell_timeout, home)
+    config = grading_config(course, db_url, limits.cell_seconds, home)
     with DiskQuota(home, limits.disk_bytes, _kill_kernels) as quota:
         error_log = run_converter(Autograde, config, assignment, STUDENT)
     autograded_at = time.time()
@@ -269,11 +226,12 @@ def _grade(assignment: str, notebooks: dict[str, bytes | None], template: Path, 
             problem = canary_problem(notebook, token) if data is not None else ""
             if problem:
                 return {"status": "failed", "reason": problem, "cells": []}
-            notes += incidents(notebook, cell_timeout)
+            notes += incidents(notebook, limits.cell_seconds)
             sanitize_for_feedback(notebook)
             autograded.chmod(0o644)  # nbgrader leaves it read-only (only root could write it back)
             nbformat.write(notebook, autograded)
-    error_log = run_converter(GenerateFeedback, grading_config(course, db_url, cell_timeout, home), assignment, STUDENT)
+    error_log = run_converter(GenerateFeedback, grading_config(course, db_url, limits.cell_seconds, home), assignment,
+                              STUDENT)
     feedback = {html.name: with_csp(html.read_text())
                 for html in sorted((course / "feedback" / STUDENT / assignment).glob("*.html"))}
     if error_log:
@@ -285,10 +243,7 @@ def _grade(assignment: str, notebooks: dict[str, bytes | None], template: Path, 
 def _kill_kernels() -> None:
     """Kill this job's kernels and everything they started (bwrap's sandbox dies with it)."""
     for pid in _kernels:
-        try:
-            os.killpg(pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            continue
+        kill_group(pid)
 
 
 def _timings(kernel_times: Path, started: float, autograded_at: float) -> dict[str, float]:
@@ -309,35 +264,32 @@ def _timings(kernel_times: Path, started: float, autograded_at: float) -> dict[s
         return {}
 
 
-def run_job(job: dict) -> dict:
-    """One line of the worker protocol: a "generate" job (a template) or a grading job (files by path)."""
-    if job.get("kind") == "generate":
-        return generate(job["assignment"], Path(job["root"]), job["source_directory"], Path(job["folder"]))
-    notebooks = {name: Path(path).read_bytes() if path else None for name, path in job["notebooks"].items()}
-    return grade_submission(job["assignment"], notebooks, Path(job["template"]), Limits(**job["limits"]),
-                            job["cell_timeout"], job["preload_torch"], job["isolate"], Path(job["scratch"]))
+def run_job(line: str) -> dict:
+    """One line of the worker protocol: a `GenerateJob` (a template) or a `Job` (notebooks read from their paths)."""
+    job = read_job(line)
+    if isinstance(job, GenerateJob):
+        return generate(job)
+    # Outputs pile up in this process while a notebook prints: a flood ends this worker, not the machine.
+    _, hard = resource.getrlimit(resource.RLIMIT_AS)
+    resource.setrlimit(resource.RLIMIT_AS, (job.limits.memory_bytes + WORKER_HEADROOM, hard))
+    return grade_submission(job, {name: Path(path).read_bytes() if path else None
+                                  for name, path in job.notebooks.items()})
 
 
 def main() -> None:
     """Say ready once nbgrader is imported, then serve jobs from stdin until it closes (or the grader dies)."""
     die_with_parent()
     watch_parent()
-    memory = int(os.environ.get("AUTOGRADER_WORKER_MEMORY_BYTES", "0"))
-    if memory:
-        # Outputs pile up here while a notebook prints: a flood ends this worker, not the machine.
-        resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
     answers = os.fdopen(os.dup(sys.stdout.fileno()), "w")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
     import nbgrader.converters  # noqa: F401 - imported once, before the first job
-
-    from autograder.gradebook import use_inprocess_alembic
 
     use_inprocess_alembic()
     answers.write(json.dumps({"ready": os.getpid()}) + "\n")
     answers.flush()
     for line in sys.stdin:
         try:
-            result = run_job(json.loads(line))
+            result = run_job(line)
         except Exception as error:  # noqa: BLE001 - a failure of one submission is reported, not fatal
             # The grader's own failure, not the student's: not stored, graded again on the next run.
             result = {"status": "failed", "reason": f"grading failed: {type(error).__name__}: {error}", "cells": [],

@@ -3,9 +3,10 @@
     python -m benchmarks.grading [--students 16] [--jobs 2] [--assignments 01_similarity 03_multi_head]
 
 The class: each student hands in every assignment, half with the reference solution and half with
-the blank exercise notebook. Both do the same work from a cold start: plain nbgrader runs
-`nbgrader generate_assignment`, `nbgrader autograde` and `nbgrader generate_feedback` per assignment,
-one after another, on a course folder made for it; the autograder runs once on an empty output folder
+the blank exercise notebook. Both do the same work from a cold start: plain nbgrader generates each
+assignment (nbgrader's GenerateAssignment, as `release` and the autograder's templates do:
+`autograder.nbgrader_course.generate_assignment`), then runs `nbgrader autograde` and
+`nbgrader generate_feedback` per assignment, one after another, on a course folder made for it; the autograder runs once on an empty output folder
 (it generates its templates too), every kernel in its own bubblewrap sandbox, with `--jobs` workers.
 Both wall times, their ratio (goal on 2 cores: at most 0.6), how long each submission's sandbox took to
 start and where the autograder's time went are printed.
@@ -24,7 +25,7 @@ from pathlib import Path
 from statistics import mean
 
 from autograder import NBGRADER_CONFIG
-from autograder.release import nbgrader_environment
+from autograder.nbgrader_course import generate_assignment, nbgrader_environment
 from course import ROOT
 from course.chapters import chapter
 from course.machine import describe_machine
@@ -56,13 +57,16 @@ def _nbgrader(course: Path, *args: str) -> None:
 
 
 def plain_nbgrader(submissions: Path, course: Path, assignments: list[str]) -> float:
-    """Seconds for `nbgrader generate_assignment`, `autograde` then `generate_feedback`, one assignment after another."""
+    """Seconds for generating each assignment, then `nbgrader autograde` and `generate_feedback`, one assignment
+    after another."""
     shutil.copytree(ROOT / "solutions", course / "solutions", dirs_exist_ok=True)
     shutil.copytree(submissions, course / "submitted")
     start = time.perf_counter()
     for assignment in assignments:
-        _nbgrader(course, "generate_assignment", assignment, "--force",
-                  f"--CourseDirectory.release_directory={course / 'release'}")
+        error_log = generate_assignment(assignment, course, "solutions", course / "release",
+                                        f"sqlite:///{course / 'gradebook.db'}")
+        if error_log:
+            raise RuntimeError(f"nbgrader generate_assignment {assignment} failed:\n{error_log}")
     for assignment in assignments:
         _nbgrader(course, "autograde", assignment, "--force")
         _nbgrader(course, "generate_feedback", assignment, "--force")
@@ -82,7 +86,7 @@ def where_time_went(out: Path, assignments: list[str]) -> str:
     phases = {
         "nbgrader_setup": "nbgrader's set-up before the kernel is launched",
         "sandbox_start": "sandbox start (bwrap, up to the kernel's first line)",
-        "kernel_preload": "preload in the kernel (autograder.checks, torch when the notebook uses it)",
+        "kernel_preload": "preload in the kernel (autograder.checks, and torch where the chapter registry says)",
         "ipykernel_start": "ipykernel start",
         "run_notebook": "running the notebook (and nbgrader's bookkeeping, kernel shutdown)",
         "feedback": "hiding tests and writing the HTML feedback",

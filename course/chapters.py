@@ -25,6 +25,7 @@ class Chapter:
     functions: tuple[str, ...]
     learn: str
     optional: bool = False
+    preload: tuple[str, ...] = ()  # what a grading kernel imports before student code: torch, transformers
 
     @property
     def number(self) -> int:
@@ -47,14 +48,15 @@ class Chapter:
 
     @property
     def heading(self) -> str:
-        """``8. Profiling PyTorch's SDPA (optional)``, as tables list it."""
+        """``8. Profiling PyTorch's SDPA (optional)``: the title of the chapter's page."""
         return f"{self.number}. {self.title}" + (" (optional)" if self.optional else "")
 
 
 def read_registry(path: Path = REGISTRY) -> tuple[Chapter, ...]:
     """Parse a registry file; raises ValueError on a malformed or out-of-order entry."""
     entries = yaml.safe_load(path.read_text()) or []
-    chapters = tuple(Chapter(**{**entry, "functions": tuple(entry["functions"])}) for entry in entries)
+    chapters = tuple(Chapter(**{**entry, "functions": tuple(entry["functions"]),
+                                "preload": tuple(entry.get("preload", ()))}) for entry in entries)
     slugs = [c.slug for c in chapters]
     if slugs != sorted(set(slugs)):
         raise ValueError(f"{path}: chapter slugs must be unique and in order, got {slugs}")

@@ -31,7 +31,7 @@ kernelspec:
   name: python3
 ---
 
-# {number}. {title}
+# {heading}
 
 (One paragraph: what this chapter adds to the previous one, and why it matters.)
 
@@ -116,7 +116,9 @@ def skeleton(chapter: Chapter) -> nbformat.NotebookNode:
 def _registry_entry(chapter: Chapter) -> str:
     entry = (f"- slug: {chapter.slug}\n  title: {json.dumps(chapter.title)}\n  notebook: {chapter.notebook}\n"
              f"  library: {chapter.library}\n  functions: [{', '.join(chapter.functions)}]\n")
-    return entry + ("  optional: true\n" if chapter.optional else "") + f"  learn: {json.dumps(chapter.learn)}\n"
+    entry += "  optional: true\n" if chapter.optional else ""
+    entry += f"  preload: [{', '.join(chapter.preload)}]\n" if chapter.preload else ""
+    return entry + f"  learn: {json.dumps(chapter.learn)}\n"
 
 
 def new_chapter(slug: str, title: str, library: str, functions: tuple[str, ...], learn: str,
@@ -131,11 +133,11 @@ def new_chapter(slug: str, title: str, library: str, functions: tuple[str, ...],
     if any(c.slug == slug or c.number == int(slug[:2]) for c in known):
         raise ValueError(f"chapter {slug[:2]} already exists in {registry}")
     chapter = Chapter(slug=slug, title=title, notebook=slug.split("_", 1)[1], library=library,
-                      functions=functions, learn=learn)
+                      functions=functions, learn=learn, preload=("torch",) if library == "PyTorch" else ())
     for path in (root / "book" / f"{slug}.md", root / "solutions" / slug, root / "tests" / "bank" / f"ch{slug}.py"):
         if path.exists():
             raise FileExistsError(f"{path} already exists")
-    (root / "book" / f"{slug}.md").write_text(PAGE.format(number=chapter.number, title=title, slug=slug))
+    (root / "book" / f"{slug}.md").write_text(PAGE.format(heading=chapter.heading, slug=slug))
     (root / "solutions" / slug).mkdir(parents=True)
     nbformat.write(skeleton(chapter), root / "solutions" / slug / f"{chapter.notebook}.ipynb")
     (root / "tests" / "bank" / f"ch{slug}.py").write_text(

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+from autograder.guards import kill_group
 from course import ROOT
 
 DASK = str(Path(sys.executable).parent / "dask")
@@ -99,8 +99,5 @@ class LocalCluster:
 
 
 def _kill(process: subprocess.Popen) -> None:
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
+    kill_group(process.pid)
     process.wait()

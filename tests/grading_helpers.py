@@ -1,4 +1,5 @@
-"""Helpers of the autograder's tests: a tiny fixture course, submissions made from it, and the CLI."""
+"""Helpers of the autograder's tests: a tiny fixture course, submissions made from it (folders and zips), the CLI
+and the class gradebook's scores."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 from course import ROOT
@@ -14,6 +16,19 @@ from course.notebooks import solution_sources, student_notebook  # noqa: F401 - 
 
 FIXTURE_SOURCE = ROOT / "tests" / "fixtures" / "course" / "source"
 HIDDEN_MARKER = "SECRET-HIDDEN-TEST-MARKER"
+# Each student's total auto score in a class gradebook (nbgrader's schema; SQLite and PostgreSQL alike).
+SCORES_BY_STUDENT = ("select student.id, sum(grade.auto_score) from grade "
+                     "join submitted_notebook on grade.notebook_id = submitted_notebook.id "
+                     "join submitted_assignment on submitted_notebook.assignment_id = submitted_assignment.id "
+                     "join student on submitted_assignment.student_id = student.id group by student.id")
+
+
+def write_zip(path: Path, members: dict[str, bytes]) -> Path:
+    """A zip at ``path`` holding ``members`` (name in the zip -> bytes); returns ``path``."""
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+    return path
 
 
 def write_submission(folder: Path, student: str, assignment: str, notebook: dict | str | bytes,

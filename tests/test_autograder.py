@@ -8,14 +8,13 @@ import sqlite3
 import subprocess
 import sys
 import time
-import zipfile
 from pathlib import Path
 
 import pytest
 
 from autograder.safe_html import CSP_META
-from tests.grading_helpers import (FIXTURE_SOURCE, HIDDEN_MARKER, ROOT, grade_cli, read_grades, released_notebooks,
-                                   solution_sources, student_notebook, write_submission)
+from tests.grading_helpers import (FIXTURE_SOURCE, HIDDEN_MARKER, ROOT, SCORES_BY_STUDENT, grade_cli, read_grades,
+                                   released_notebooks, solution_sources, student_notebook, write_submission, write_zip)
 
 pytestmark = pytest.mark.slow
 
@@ -77,10 +76,7 @@ def test_report(first_run) -> None:
 
 def test_gradebook(first_run) -> None:
     with sqlite3.connect(first_run["out"] / "gradebook.db") as db:
-        scores = dict(db.execute("select student.id, sum(grade.auto_score) from grade "
-                                 "join submitted_notebook on grade.notebook_id = submitted_notebook.id "
-                                 "join submitted_assignment on submitted_notebook.assignment_id = submitted_assignment.id "
-                                 "join student on submitted_assignment.student_id = student.id group by student.id"))
+        scores = dict(db.execute(SCORES_BY_STUDENT))
     assert scores == {"ada": 5.0, "b.rown-2": 3.0, "cy": 0.0}
 
 
@@ -121,18 +117,11 @@ def test_interrupted_run_resumes(first_run) -> None:
     assert all(row["score"] == "5" for row in read_grades(out).values())
 
 
-def _zip(path: Path, files: dict[str, bytes]) -> Path:
-    with zipfile.ZipFile(path, "w") as archive:
-        for name, data in files.items():
-            archive.writestr(name, data)
-    return path
-
-
-def test_canvas_zip(first_run) -> None:
+def test_canvaswrite_zip(first_run) -> None:
     root = first_run["root"]
     good = (first_run["submissions"] / "ada" / "toy" / "toy.ipynb").read_bytes()
     wrong = (first_run["submissions"] / "b.rown-2" / "toy" / "toy.ipynb").read_bytes()
-    archive = _zip(root / "canvas.zip", {
+    archive = write_zip(root / "canvas.zip", {
         "picardjeanluc_1701_9001_toy.ipynb": wrong,
         "picardjeanluc_1701_9002_toy-1.ipynb": good,  # a resubmission: the later one counts
         "rikerwill_late_1702_9003_toy.ipynb": wrong,
@@ -155,7 +144,7 @@ def test_canvas_zip(first_run) -> None:
 def test_folder_zip_and_nothing_gradable(first_run) -> None:
     root = first_run["root"]
     good = (first_run["submissions"] / "ada" / "toy" / "toy.ipynb").read_bytes()
-    archive = _zip(root / "folder.zip", {"class/ada/toy/toy.ipynb": good, "class/bo/toy/toy.ipynb": b"{broken",
+    archive = write_zip(root / "folder.zip", {"class/ada/toy/toy.ipynb": good, "class/bo/toy/toy.ipynb": b"{broken",
                                          "../evil/toy/toy.ipynb": good})
     out = root / "out-zip"
     shutil.copytree(first_run["out"] / ".cache", out / ".cache")
@@ -166,7 +155,7 @@ def test_folder_zip_and_nothing_gradable(first_run) -> None:
     assert rows[("ada", "toy")]["score"] == "5"
     assert rows[("bo", "toy")]["reason"].startswith("not graded: toy.ipynb is not a readable notebook")
     assert not (root.parent / "evil").exists()
-    broken = _zip(root / "broken.zip", {"bo/toy/toy.ipynb": b"{broken"})
+    broken = write_zip(root / "broken.zip", {"bo/toy/toy.ipynb": b"{broken"})
     shutil.copytree(first_run["out"] / ".cache", root / "out-nothing" / ".cache")
     nothing = grade_cli(broken, "--out", root / "out-nothing", *OPTIONS)
     assert nothing.returncode == 2, "nothing could be graded"

@@ -13,10 +13,13 @@ from autograder import pool as pool_module
 from autograder.__main__ import main
 from autograder.assignments import prepare_templates
 from autograder.grade import _handed_in
-from autograder.records import Options
+from autograder.limits import Limits
+from autograder.records import Job, Options, Template
 from autograder.submissions import find
 from course import ROOT
 from tests.grading_helpers import FIXTURE_SOURCE
+
+JOB = Job(Template("toy", "key", Path("/nonexistent"), ("toy",), ()), {"toy": None}, Limits(), isolate=True)
 
 
 def _error_line(capsys) -> str:
@@ -117,7 +120,7 @@ def test_templates_are_built_only_for_the_assignments_handed_in(tmp_path: Path) 
     recorder = Recorder()
     with pytest.raises(RuntimeError, match="stop here"):
         prepare_templates(FIXTURE_SOURCE, tmp_path / "cache", recorder, {"toy"})
-    assert [job["assignment"] for job in recorder.jobs] == ["toy"]
+    assert [job.template.assignment for job in recorder.jobs] == ["toy"]
 
 
 def test_a_worker_that_dies_mid_job_is_transient_a_timeout_is_final(tmp_path: Path) -> None:
@@ -125,13 +128,13 @@ def test_a_worker_that_dies_mid_job_is_transient_a_timeout_is_final(tmp_path: Pa
     dies.write_text("#!/bin/sh\necho '{\"ready\": 1}'\nread line\nkill -9 $$\n")
     dies.chmod(0o755)
     worker = pool_module.Worker(0, {}, tmp_path / "log", python=str(dies))
-    result = worker.run({"kind": "grade"}, timeout=30)
+    result = worker.run(JOB, timeout=30)
     assert result["transient"] is True and "graded again on the next run" in result["reason"], result
     sleeps = tmp_path / "sleeps"
     sleeps.write_text("#!/bin/sh\necho '{\"ready\": 1}'\nread line\nsleep 30\n")
     sleeps.chmod(0o755)
     worker = pool_module.Worker(0, {}, tmp_path / "log", python=str(sleeps))
-    result = worker.run({"kind": "grade"}, timeout=0.5)
+    result = worker.run(JOB, timeout=0.5)
     assert "transient" not in result and result["reason"] == "grading took longer than 0 s and was stopped", result
 
 
@@ -139,10 +142,9 @@ def test_a_worker_that_dies_mid_job_is_transient_a_timeout_is_final(tmp_path: Pa
 def test_release_copies_only_the_assignments_own_files(tmp_path: Path) -> None:
     import shutil
 
-    from autograder.gradebook import use_inprocess_alembic
+    from autograder.records import GenerateJob, Template
     from autograder.worker import generate
 
-    use_inprocess_alembic()  # as a worker does: nbgrader would run `alembic` from PATH
     source = tmp_path / "course" / "source"
     shutil.copytree(FIXTURE_SOURCE / "toy", source / "toy")
     (source / "toy" / "data.csv").write_text("x\n1\n")  # the assignment's own file: released
@@ -150,6 +152,7 @@ def test_release_copies_only_the_assignments_own_files(tmp_path: Path) -> None:
                  "feedback/ada/toy/toy.html"):
         (source / "toy" / junk).parent.mkdir(parents=True, exist_ok=True)
         (source / "toy" / junk).write_text("a grading run's output")
-    assert generate("toy", tmp_path / "course", "source", tmp_path / "template")["status"] == "done"
-    released = tmp_path / "template" / "release" / "toy"
+    template = Template("toy", "key", tmp_path / "template", (), ())
+    assert generate(GenerateJob(template, str(tmp_path / "course"), "source"))["status"] == "done"
+    released = template.released
     assert sorted(str(p.relative_to(released)) for p in released.rglob("*")) == ["data.csv", "toy.ipynb"]

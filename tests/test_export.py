@@ -1,7 +1,7 @@
 """`python -m autograder export`: grades back into the instructor's own Canvas and Moodle gradebook exports.
 
 No kernels: ``DIR/grades.csv`` is made by the grader's own steps from a Canvas submissions zip
-(`autograder.submissions.from_zip`, `autograder.results.make_tasks`, `autograder.results.write_grades`)
+(`autograder.submissions.from_zip`, `autograder.tasks.make_tasks`, `autograder.csv_files.write_grades`)
 with scores the test chooses, or written directly as a folder of submissions would have it; the
 exports are written as Canvas and Moodle write them. Most checks run the real command line.
 """
@@ -10,16 +10,17 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import zipfile
 from pathlib import Path
 
 import pytest
 
+from autograder.csv_files import write_grades
 from autograder.lms_table import read_table
 from autograder.records import Template
-from autograder.results import make_tasks, write_grades
 from autograder.submissions import from_zip
+from autograder.tasks import make_tasks
 from course import ROOT
+from tests.grading_helpers import write_zip
 
 NOTEBOOKS = {"similarity.ipynb": "01_similarity", "scaled_attention.ipynb": "02_scaled_attention"}
 BOM = "\ufeff"
@@ -73,17 +74,10 @@ MOODLE = "\n".join([
 ]) + "\n"
 
 
-def _zip(path: Path, members: dict[str, bytes]) -> Path:
-    with zipfile.ZipFile(path, "w") as archive:
-        for name, data in members.items():
-            archive.writestr(name, data)
-    return path
-
-
 def _graded(tmp_path: Path, members: dict[str, bytes] = ZIP, scores: dict[str, float] = SCORES) -> Path:
     """DIR as `grade` leaves it for a Canvas zip of 01_similarity (out of 10), with these scores."""
-    found, _ = from_zip(_zip(tmp_path / "submissions.zip", members), NOTEBOOKS, tmp_path / "staging")
-    template = Template("01_similarity", "key", tmp_path, ("similarity",), (("similarity", "mean", 10.0),), False)
+    found, _ = from_zip(write_zip(tmp_path / "submissions.zip", members), NOTEBOOKS, tmp_path / "staging")
+    template = Template("01_similarity", "key", tmp_path, ("similarity",), (("similarity", "mean", 10.0),))
     rows = [{"student_id": t.student, "assignment": t.assignment, "max_score": 10.0,
              "score": 0.0 if t.problem else scores[t.student],
              "reason": f"not graded: {t.problem}" if t.problem else "",
@@ -119,11 +113,11 @@ def test_grades_csv_keeps_the_canvas_user_id_and_the_late_flag(tmp_path: Path) -
 
 
 def test_a_resubmission_takes_its_late_flag_from_the_submission_that_counts(tmp_path: Path) -> None:
-    found, _ = from_zip(_zip(tmp_path / "s.zip", {"picard_LATE_1701_9001_similarity.ipynb": b"late first",
+    found, _ = from_zip(write_zip(tmp_path / "s.zip", {"picard_LATE_1701_9001_similarity.ipynb": b"late first",
                                                "picard_1701_9002_similarity-1.ipynb": b"on time later"}),
                      NOTEBOOKS, tmp_path / "staging")
     assert found["picard"].late == set() and found["picard"].lms_user_id == "1701"
-    found, _ = from_zip(_zip(tmp_path / "t.zip", {"picard_1701_9001_similarity.ipynb": b"on time",
+    found, _ = from_zip(write_zip(tmp_path / "t.zip", {"picard_1701_9001_similarity.ipynb": b"on time",
                                                "picard_LATE_1701_9002_similarity-1.ipynb": b"late resubmission"}),
                      NOTEBOOKS, tmp_path / "staging2")
     assert found["picard"].late == {"01_similarity"}

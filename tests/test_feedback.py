@@ -135,8 +135,7 @@ def test_failure_summary_names_the_mistake_or_the_first_line() -> None:
 
 
 def _rows() -> tuple[list[dict], dict[str, Template]]:
-    template = Template("toy", "key", Path("/nonexistent"), ("toy",), (("toy", "test_add", 3.0), ("toy", "test_mean", 2.0)),
-                        False)
+    template = Template("toy", "key", Path("/nonexistent"), ("toy",), (("toy", "test_add", 3.0), ("toy", "test_mean", 2.0)))
     wrong = {"notebook": "toy", "grade_id": "test_mean", "points": 0.0, "max_points": 2.0, "passed": False,
              "message": "AssertionError: <script>alert('mean')</script>"}
     right = {"notebook": "toy", "grade_id": "test_add", "points": 3.0, "max_points": 3.0, "passed": True, "message": ""}

@@ -22,8 +22,10 @@ from tests.grading_helpers import (FIXTURE_SOURCE, HIDDEN_MARKER, grade_cli, rea
                                    require_sandbox, solution_sources, student_notebook, write_submission)
 
 
+AS_ROOT = ("the class is graded by root: run as root (test_sandbox.py's unprivileged scenario needs root too, "
+           "to become an unprivileged user)")
 pytestmark = [pytest.mark.slow, pytest.mark.root, pytest.mark.sandbox,
-              pytest.mark.skipif(os.geteuid() != 0, reason="the class is graded by root (test_sandbox.py: not root)")]
+              pytest.mark.skipif(os.geteuid() != 0, reason=AS_ROOT)]
 REFERENCE = solution_sources(FIXTURE_SOURCE / "toy" / "toy.ipynb")
 ADD = REFERENCE["add"]
 MEAN = REFERENCE["mean"]

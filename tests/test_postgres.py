@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.grading_helpers import (FIXTURE_SOURCE, grade_cli, read_grades, released_notebooks, solution_sources,
-                                   student_notebook, write_submission)
+from tests.grading_helpers import (FIXTURE_SOURCE, SCORES_BY_STUDENT, grade_cli, read_grades, released_notebooks,
+                                   solution_sources, student_notebook, write_submission)
 
 pytestmark = pytest.mark.slow
 
@@ -93,10 +93,7 @@ def test_grading_into_postgresql(postgres_url, tmp_path) -> None:
     assert not (out / "gradebook.db").exists(), "with --db the SQLite default is not used"
     url = postgres_url.replace("postgresql+psycopg2://", "postgresql://")
     with psycopg2.connect(url) as db, db.cursor() as cursor:
-        cursor.execute("select student.id, sum(grade.auto_score) from grade "
-                       "join submitted_notebook on grade.notebook_id = submitted_notebook.id "
-                       "join submitted_assignment on submitted_notebook.assignment_id = submitted_assignment.id "
-                       "join student on submitted_assignment.student_id = student.id group by student.id")
+        cursor.execute(SCORES_BY_STUDENT)
         assert dict(cursor.fetchall()) == {"ada": 5.0, "bo": 0.0}
         cursor.execute("select count(*) from submitted_assignment")
         assert cursor.fetchone() == (2,)

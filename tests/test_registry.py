@@ -3,6 +3,7 @@ with it, each chapter's files exist, and `python -m course new` adds a chapter e
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -37,6 +38,16 @@ def test_each_chapter_has_its_files(chapter) -> None:
         assert any(name in grade_id or grade_id in name.lower() for grade_id in solutions) or any(
             f"def {name}(" in source or f"class {name}(" in source for _, source in code_cells(chapter.solution)), (
             f"{chapter.slug}: the registry names {name}, which no solution cell defines")
+
+
+@pytest.mark.parametrize("chapter", chapters(), ids=lambda c: c.slug)
+def test_each_chapter_preloads_the_libraries_its_notebook_imports(chapter) -> None:
+    imports = {module for module in ("torch", "transformers") for _, source in code_cells(chapter.solution)
+               if re.search(rf"^\s*(import|from) {module}\b", source, re.MULTILINE)}
+    assert imports <= set(chapter.preload), (
+        f"{chapter.slug} imports {sorted(imports)} (its cells or hidden tests) but the registry preloads "
+        f"{list(chapter.preload)}: add them to its `preload` in course/chapters.yml, or the checks may capture "
+        "functions a student replaced")
 
 
 def test_every_chapter_has_a_bank_and_nothing_else_does() -> None:

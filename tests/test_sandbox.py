@@ -23,8 +23,8 @@ from pathlib import Path
 
 import pytest
 
+from autograder.limits import Limits
 from autograder.pool import Pool, WorkerStartError
-from autograder.records import Limits
 from autograder.sandbox import command, environment
 from course import ROOT
 from tests import sandbox_attacks as attacks
@@ -245,7 +245,7 @@ def test_no_sandbox_stops_the_run_unless_no_isolate(tmp_path) -> None:
 
 def test_the_sandbox_binds_only_what_the_interpreter_needs(tmp_path) -> None:
     home = tmp_path / "kernel"
-    argv = command(home, home, Limits(), environment(home, Limits(), False), ["python"])
+    argv = command(home, home, Limits(), environment(home, Limits(), ()), ["python"])
     sources = [argv[i + 1] for i, arg in enumerate(argv) if arg in ("--ro-bind", "--bind")]
     for hidden in (ROOT, ROOT / "solutions", ROOT / "tests", Path.home(), Path("/etc/shadow"), Path("/root")):
         assert str(hidden) not in sources, hidden
@@ -265,7 +265,7 @@ def test_the_sandbox_has_no_network_and_its_own_processes(tmp_path) -> None:
     home.mkdir()
     code = ("import os, socket; print((sorted(n for _, n in socket.if_nameindex()), os.getpid(), "
             "sorted(p for p in os.listdir('/proc') if p.isdigit())))")
-    done = subprocess.run(command(home, home, Limits(), environment(home, Limits(), False),
+    done = subprocess.run(command(home, home, Limits(), environment(home, Limits(), ()),
                                   [sys.executable, "-c", code]), capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     interfaces, pid, processes = eval(done.stdout)  # noqa: S307 - our own probe's repr

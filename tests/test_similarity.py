@@ -151,7 +151,7 @@ def _template(folder: Path) -> Template:
     released = folder / "release" / CH1.slug
     released.mkdir(parents=True)
     shutil.copy(CH1.exercise, released)
-    return Template(CH1.slug, "key", folder, (CH1.notebook,), ((CH1.notebook, "test_dot", 1.0),), False)
+    return Template(CH1.slug, "key", folder, (CH1.notebook,), ((CH1.notebook, "test_dot", 1.0),))
 
 
 def test_similarity_reaches_the_instructor_never_the_feedback(tmp_path: Path, monkeypatch) -> None:

@@ -15,19 +15,14 @@ from pathlib import Path
 import pytest
 
 from autograder import submissions
+from autograder.csv_files import spreadsheet_safe, write_grades
 from autograder.records import Template
-from autograder.results import make_tasks, spreadsheet_safe, write_grades
 from autograder.submissions import SubmissionsUnreadable, find, from_folder, from_zip, select, valid_student_id
+from autograder.tasks import make_tasks
+from tests.grading_helpers import write_zip
 
 NOTEBOOKS = {"similarity.ipynb": "01_similarity", "scaled_attention.ipynb": "02_scaled_attention"}
-TEMPLATE = Template("01_similarity", "key", Path("/nonexistent"), ("similarity",), (), False)
-
-
-def _zip(path: Path, members: dict[str, bytes]) -> Path:
-    with zipfile.ZipFile(path, "w") as archive:
-        for name, data in members.items():
-            archive.writestr(name, data)
-    return path
+TEMPLATE = Template("01_similarity", "key", Path("/nonexistent"), ("similarity",), ())
 
 
 def _staged(found: dict) -> dict[tuple[str, str], list[tuple[str, bytes]]]:
@@ -102,8 +97,8 @@ def test_invalid_student_ids(student_id: str) -> None:
 
 
 @pytest.mark.parametrize("top", ["", "class/", "downloads/class/"], ids=["no top folder", "one top folder", "two"])
-def test_folder_zip(tmp_path: Path, top: str) -> None:
-    archive = _zip(tmp_path / "class.zip", {f"{top}ada/01_similarity/similarity.ipynb": b"ada",
+def test_folderwrite_zip(tmp_path: Path, top: str) -> None:
+    archive = write_zip(tmp_path / "class.zip", {f"{top}ada/01_similarity/similarity.ipynb": b"ada",
                                             f"{top}bo/02_scaled_attention/scaled_attention.ipynb": b"bo"})
     staging = tmp_path / "staging"
     found, _ = from_zip(archive, NOTEBOOKS, staging)
@@ -113,7 +108,7 @@ def test_folder_zip(tmp_path: Path, top: str) -> None:
 
 
 def test_folder_zip_skips_hidden_files_and_lists_bad_ids(tmp_path: Path) -> None:
-    archive = _zip(tmp_path / "class.zip", {
+    archive = write_zip(tmp_path / "class.zip", {
         "ada/01_similarity/similarity.ipynb": b"ada",
         "ada/01_similarity/notes.pdf": b"pdf",
         "ada/01_similarity/.similarity.ipynb": b"hidden",
@@ -131,7 +126,7 @@ def test_folder_zip_skips_hidden_files_and_lists_bad_ids(tmp_path: Path) -> None
 
 
 def test_folder_zip_with_windows_separators(tmp_path: Path) -> None:
-    archive = _zip(tmp_path / "class.zip", {"class\\ada\\01_similarity\\similarity.ipynb": b"ada"})
+    archive = write_zip(tmp_path / "class.zip", {"class\\ada\\01_similarity\\similarity.ipynb": b"ada"})
     assert _staged(from_zip(archive, NOTEBOOKS, tmp_path / "staging")[0]) == {
         ("ada", "01_similarity"): [("similarity.ipynb", b"ada")]}
 
@@ -139,7 +134,7 @@ def test_folder_zip_with_windows_separators(tmp_path: Path) -> None:
 def test_path_traversal_in_a_folder_zip_stays_in_staging(tmp_path: Path) -> None:
     work = tmp_path / "work"
     work.mkdir()
-    archive = _zip(work / "class.zip", {
+    archive = write_zip(work / "class.zip", {
         "../evil/01_similarity/similarity.ipynb": b"up one",
         "/abs/01_similarity/similarity.ipynb": b"absolute",
         "ada/01_similarity/../../../../escape.ipynb": b"dotdot",
@@ -158,7 +153,7 @@ def test_path_traversal_in_a_folder_zip_stays_in_staging(tmp_path: Path) -> None
 
 def test_a_notebook_over_the_size_limit_is_never_unpacked(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setattr(submissions, "MAX_NOTEBOOK_BYTES", 10)
-    archive = _zip(tmp_path / "class.zip", {"ada/01_similarity/similarity.ipynb": b"x" * 11,
+    archive = write_zip(tmp_path / "class.zip", {"ada/01_similarity/similarity.ipynb": b"x" * 11,
                                             "bo/01_similarity/similarity.ipynb": b"x" * 10})
     found, _ = from_zip(archive, NOTEBOOKS, tmp_path / "staging")
     assert found["ada"].files == {} and not (tmp_path / "staging" / "ada").exists()
@@ -179,7 +174,7 @@ def test_a_notebook_over_the_size_limit_in_a_folder(tmp_path: Path, monkeypatch)
 
 
 def test_the_total_unpacked_budget_costs_only_the_students_past_it(tmp_path: Path) -> None:
-    archive = _zip(tmp_path / "class.zip", {f"s{i}/01_similarity/similarity.ipynb": b"x" * 10 for i in range(4)})
+    archive = write_zip(tmp_path / "class.zip", {f"s{i}/01_similarity/similarity.ipynb": b"x" * 10 for i in range(4)})
     found, _ = from_zip(archive, NOTEBOOKS, tmp_path / "staging", budget=25)
     assert sorted(s for s, e in found.items() if e.files) == ["s0", "s1"]
     for student in ("s2", "s3"):
@@ -190,7 +185,7 @@ def test_the_total_unpacked_budget_costs_only_the_students_past_it(tmp_path: Pat
 
 
 def test_find_reads_a_zip_file(tmp_path: Path) -> None:
-    archive = _zip(tmp_path / "class.zip", {"ada/01_similarity/similarity.ipynb": b"ada"})
+    archive = write_zip(tmp_path / "class.zip", {"ada/01_similarity/similarity.ipynb": b"ada"})
     found, said = find(archive, NOTEBOOKS, tmp_path / "staging")
     assert list(found) == ["ada"] and said == []
 
@@ -220,7 +215,7 @@ def test_a_corrupt_member_costs_only_its_student(tmp_path: Path, layout: str) ->
 
 @pytest.mark.parametrize("content", [b"not a zip", "truncated"])
 def test_an_unreadable_zip_is_one_clear_error(tmp_path: Path, content) -> None:
-    archive = _zip(tmp_path / "class.zip", {f"s{i}/01_similarity/similarity.ipynb": b"x" * 100 for i in range(3)})
+    archive = write_zip(tmp_path / "class.zip", {f"s{i}/01_similarity/similarity.ipynb": b"x" * 100 for i in range(3)})
     data = archive.read_bytes()
     archive.write_bytes(data[:len(data) // 2] if content == "truncated" else content)
     with pytest.raises(SubmissionsUnreadable, match=r"cannot read .*class.zip as a zip \(File is not a zip file\)"):
@@ -236,7 +231,7 @@ def test_a_missing_submissions_folder_is_one_clear_error(tmp_path: Path) -> None
 
 
 def test_canvas_names(tmp_path: Path) -> None:
-    archive = _zip(tmp_path / "canvas.zip", {
+    archive = write_zip(tmp_path / "canvas.zip", {
         "lovelaceada_1701_9001_similarity.ipynb": b"ada 1",
         "lovelaceada_1701_9002_scaled_attention.ipynb": b"ada 2",
         "hopper_1702_9003_similarity.ipynb": b"grace",
@@ -251,13 +246,13 @@ def test_canvas_names(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("late", ["LATE", "late"])
 def test_canvas_late_submission(tmp_path: Path, late: str) -> None:
-    archive = _zip(tmp_path / "canvas.zip", {f"rikerwill_{late}_1702_9003_similarity.ipynb": b"late"})
+    archive = write_zip(tmp_path / "canvas.zip", {f"rikerwill_{late}_1702_9003_similarity.ipynb": b"late"})
     assert _staged(from_zip(archive, NOTEBOOKS, tmp_path / "staging")[0]) == {
         ("rikerwill", "01_similarity"): [("similarity.ipynb", b"late")]}
 
 
 def test_canvas_resubmission_latest_counts(tmp_path: Path) -> None:
-    archive = _zip(tmp_path / "canvas.zip", {
+    archive = write_zip(tmp_path / "canvas.zip", {
         "picard_1701_9001_similarity.ipynb": b"first",
         "picard_1701_9005_similarity-2.ipynb": b"third",
         "picard_1701_9002_similarity-1.ipynb": b"second",
@@ -267,7 +262,7 @@ def test_canvas_resubmission_latest_counts(tmp_path: Path) -> None:
 
 
 def test_canvas_names_with_underscores_and_other_scripts(tmp_path: Path) -> None:
-    archive = _zip(tmp_path / "canvas.zip", {
+    archive = write_zip(tmp_path / "canvas.zip", {
         "de_la_cruzmaria_1703_9004_similarity.ipynb": b"maria",
         "de_la_cruzmaria_LATE_1703_9006_scaled_attention.ipynb": b"maria late",
         "müllerjürgen_1704_9005_similarity.ipynb": b"jurgen",
@@ -280,7 +275,7 @@ def test_canvas_names_with_underscores_and_other_scripts(tmp_path: Path) -> None
 
 
 def test_canvas_users_who_share_a_name_are_told_apart_by_user_id(tmp_path: Path) -> None:
-    archive = _zip(tmp_path / "canvas.zip", {"smithjo_11_9001_similarity.ipynb": b"first jo",
+    archive = write_zip(tmp_path / "canvas.zip", {"smithjo_11_9001_similarity.ipynb": b"first jo",
                                              "smithjo_12_9002_similarity.ipynb": b"second jo"})
     assert _staged(from_zip(archive, NOTEBOOKS, tmp_path / "staging")[0]) == {
         ("smithjo_11", "01_similarity"): [("similarity.ipynb", b"first jo")],
@@ -288,7 +283,7 @@ def test_canvas_users_who_share_a_name_are_told_apart_by_user_id(tmp_path: Path)
 
 
 def test_canvas_files_that_are_not_an_assignments_notebook(tmp_path: Path) -> None:
-    archive = _zip(tmp_path / "canvas.zip", {
+    archive = write_zip(tmp_path / "canvas.zip", {
         "troideanna_1703_9004_notes.txt": b"not a notebook",
         "crusherbev_1705_9007_homework.ipynb": b"misnamed",
         "__MACOSX/._crusherbev_1705_9007_similarity.ipynb": b"resource fork",
@@ -307,7 +302,7 @@ def test_canvas_files_that_are_not_an_assignments_notebook(tmp_path: Path) -> No
 def test_path_traversal_in_a_canvas_zip_stays_in_staging(tmp_path: Path) -> None:
     work = tmp_path / "work"
     work.mkdir()
-    archive = _zip(work / "canvas.zip", {
+    archive = write_zip(work / "canvas.zip", {
         "lovelaceada_1701_9001_similarity.ipynb": b"ada",
         "../../picard_1702_9002_similarity.ipynb": b"picard",
         "/etc/riker_1703_9003_similarity.ipynb": b"riker",
@@ -342,7 +337,7 @@ def test_a_decomposed_folder_name_is_the_composed_id(tmp_path: Path) -> None:
 @pytest.mark.parametrize("name", [f"{NFD}/01_similarity/similarity.ipynb", f"{NFD}_1704_9005_similarity.ipynb"],
                          ids=["folder zip", "canvas"])
 def test_a_decomposed_name_in_a_zip_is_the_composed_id(tmp_path: Path, name: str) -> None:
-    archive = _zip(tmp_path / "class.zip", {name: b"nb"})
+    archive = write_zip(tmp_path / "class.zip", {name: b"nb"})
     found, _ = find(archive, NOTEBOOKS, tmp_path / "staging")
     assert _staged(found) == {("müller", "01_similarity"): [("similarity.ipynb", b"nb")]}
 
@@ -358,7 +353,7 @@ def test_two_folders_of_one_id_are_reported_not_merged(tmp_path: Path) -> None:
 
 
 def test_the_same_id_twice_in_a_zip_is_reported_never_overwritten(tmp_path: Path) -> None:
-    archive = _zip(tmp_path / "class.zip", {"a/ok.student/01_similarity/similarity.ipynb": b"right",
+    archive = write_zip(tmp_path / "class.zip", {"a/ok.student/01_similarity/similarity.ipynb": b"right",
                                             "b/ok.student/01_similarity/similarity.ipynb": b"wrong",
                                             "a/other/01_similarity/similarity.ipynb": b"other"})
     found, said = find(archive, NOTEBOOKS, tmp_path / "staging")

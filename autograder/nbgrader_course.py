@@ -1,0 +1,109 @@
+"""nbgrader through its Python API: the course's config (`autograder/nbgrader_config.py`, which holds the
+course id), an nbgrader converter run in this process, and `generate_assignment`, the one way this project
+generates an assignment (`release`, each assignment's grading template, the grading benchmark)."""
+
+from __future__ import annotations
+
+import io
+import logging
+import os
+import sys
+from functools import cache
+from pathlib import Path
+
+from autograder import NBGRADER_CONFIG
+
+
+def nbgrader_environment() -> dict[str, str]:
+    """os.environ with this Python's scripts first on PATH: nbgrader's gradebook runs `alembic` from PATH."""
+    scripts = str(Path(sys.executable).parent)
+    return {**os.environ, "PATH": os.pathsep.join([scripts, os.environ.get("PATH", "")])}
+
+
+def _load_config():
+    from traitlets.config.loader import PyFileConfigLoader
+
+    return PyFileConfigLoader(NBGRADER_CONFIG.name, str(NBGRADER_CONFIG.parent)).load_config()
+
+
+@cache
+def course_id() -> str:
+    """The course id of every gradebook, as the nbgrader config names it."""
+    return _load_config().CourseDirectory.course_id
+
+
+def course_config(root: Path, db_url: str, **overrides: str):
+    """The course's nbgrader config pointed at another course folder ``root`` and gradebook ``db_url``;
+    each keyword sets one more ``CourseDirectory`` option."""
+    config = _load_config()
+    config.CourseDirectory.root = str(root)
+    config.CourseDirectory.db_url = db_url
+    for name, value in overrides.items():
+        setattr(config.CourseDirectory, name, value)
+    return config
+
+
+def use_inprocess_alembic() -> None:
+    """Make nbgrader read alembic's schema version in this process instead of running the `alembic` command.
+
+    nbgrader stamps every new gradebook with the head revision of its migrations, which it reads by
+    running `alembic heads` in a subprocess (seconds of imports, on every new gradebook). The same
+    answer comes from alembic's Python API in a fraction of a second.
+    """
+    import nbgrader.api
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
+
+    if getattr(nbgrader.api.get_alembic_version, "inprocess", False):
+        return
+    with nbgrader.api._temp_alembic_ini("sqlite://") as ini:
+        head = ScriptDirectory.from_config(Config(ini)).get_current_head()
+
+    def get_alembic_version() -> str:
+        return head
+
+    get_alembic_version.inprocess = True
+    nbgrader.api.get_alembic_version = get_alembic_version
+
+
+def _job_log() -> logging.Logger:
+    log = logging.getLogger("autograder.nbgrader")
+    if not log.handlers:
+        log.addHandler(logging.StreamHandler(io.StringIO()))
+        log.setLevel(logging.ERROR)
+        log.propagate = False
+    return log
+
+
+def run_converter(converter_class, config, assignment: str, student: str | None = None) -> str:
+    """Run an nbgrader converter (Autograde, GenerateFeedback, GenerateAssignment) in this process; returns its
+    error log ('' when it succeeded)."""
+    from nbgrader.coursedir import CourseDirectory
+
+    config.CourseDirectory.assignment_id = assignment
+    if student is not None:
+        config.CourseDirectory.student_id = student
+    log = _job_log()
+    stream = log.handlers[0].stream
+    stream.seek(0)
+    stream.truncate()
+    converter = converter_class(coursedir=CourseDirectory(config=config), config=config)
+    converter.log = log
+    try:
+        converter.start()
+    except Exception as error:  # noqa: BLE001 - nbgrader reports failures as exceptions and log lines
+        return stream.getvalue() or f"{type(error).__name__}: {error}"
+    return ""
+
+
+def generate_assignment(assignment: str, root: Path, source_directory: str, release_directory: Path,
+                        db_url: str) -> str:
+    """``nbgrader generate_assignment --force`` of ``root/source_directory/assignment`` into
+    ``release_directory/assignment``, its cells recorded in the gradebook ``db_url``; returns nbgrader's
+    error log ('' when it succeeded)."""
+    from nbgrader.converters import GenerateAssignment
+
+    use_inprocess_alembic()  # else nbgrader runs the `alembic` command for each new gradebook
+    config = course_config(root, db_url, source_directory=source_directory, release_directory=str(release_directory))
+    config.GenerateAssignment.force = True
+    return run_converter(GenerateAssignment, config, assignment)
