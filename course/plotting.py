@@ -17,9 +17,8 @@ from cycler import cycler
 COLORS = ("#0072B2", "#D55E00", "#009E73", "#E69F00", "#CC79A7", "#56B4E9", "#F0E442", "#000000")
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 LINESTYLES = ("-", "--", "-.", ":", (0, (5, 1)), (0, (3, 1, 1, 1, 1, 1)), (0, (1, 1)), (0, (5, 5)))
-# Sequential colour maps that read in grey scale and for colour-blind readers.
+# The sequential colour map that reads in grey scale and for colour-blind readers.
 SEQUENTIAL_CMAP = "viridis"
-DIVERGING_CMAP = "cividis"
 
 
 def use_course_style() -> None:
