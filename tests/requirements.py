@@ -2,7 +2,7 @@
 
 A task cell is the locked markdown cell ``<f>_task`` of a chapter's solution notebook. Its text, with
 ``<details>`` blocks (hints), fenced code blocks and ``$$`` display math removed, is cut into
-paragraphs at blank lines, headings and list items, and each paragraph into sentences after ``.``,
+paragraphs at blank lines, headings (left out) and list items (their markers left out), and each paragraph into sentences after ``.``,
 ``!`` or ``?`` followed by a space and a character that is not a lowercase letter (inline code never
 cuts). A sentence that contains the word *must*, *raise(s)* or *return(s)* (any case) states a
 requirement. ``docs/requirements/<slug>.md`` holds a table ``| requirement | test |`` with one row
@@ -60,7 +60,9 @@ def sentences(text: str) -> list[str]:
     """The sentences of a task cell's text (see the module docstring for the rule)."""
     found = []
     for paragraph in _paragraphs(text):
-        paragraph = BLOCK_START.sub("", paragraph) if not paragraph.startswith("#") else paragraph
+        if paragraph.startswith("#"):
+            continue
+        paragraph = BLOCK_START.sub("", paragraph)
         spans = CODE.findall(paragraph)
         masked = CODE.sub(lambda m: f"\0{len(m.group())}\0", paragraph)
         pieces = CUT.split(masked)
