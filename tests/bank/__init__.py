@@ -37,14 +37,21 @@ def reference(assignment: str, cell: str) -> str:
     return solution_sources(chapter(assignment).solution)[cell]
 
 
-def mutation(assignment: str, cell: str, old: str, new: str) -> str:
-    """The reference source of ``cell`` with its one occurrence of ``old`` replaced by ``new``: a wrong (or
-    differently written) answer as a one-line change of the reference. ValueError unless ``old`` occurs
-    exactly once, so that a bank entry breaks loudly when the reference changes under it."""
+def mutation(assignment: str, cell: str, *edits: tuple[str, str]) -> str:
+    """The reference source of ``cell`` with each edit ``(old, new)`` applied: a wrong (or differently
+    written) answer as a one-line change of the reference. ValueError unless each ``old`` occurs exactly
+    once, so that a bank entry breaks loudly when the reference changes under it."""
     source = reference(assignment, cell)
-    if source.count(old) != 1:
-        raise ValueError(f"{assignment}:{cell}: {old!r} occurs {source.count(old)} times in the reference, not once")
-    return source.replace(old, new)
+    for old, new in edits:
+        if source.count(old) != 1:
+            raise ValueError(f"{assignment}:{cell}: {old!r} occurs {source.count(old)} times, not once")
+        source = source.replace(old, new)
+    return source
+
+
+def mutant(assignment: str, cell: str, mistake: str, *edits: tuple[str, str], message: str = "") -> Answer:
+    """An answer made by :func:`mutation`."""
+    return Answer(cell, mistake, mutation(assignment, cell, *edits), message)
 
 
 def modules() -> list:

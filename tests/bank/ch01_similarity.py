@@ -1,6 +1,6 @@
 """Chapter 1 answers: dot, cosine_similarity, similarity_matrix, softmax."""
 
-from tests.bank import Answer, mutation
+from tests.bank import Answer, mutant
 
 ASSIGNMENT = "01_similarity"
 
@@ -170,7 +170,7 @@ def softmax(x, axis=-1):
 
 
 def _mutant(cell: str, mistake: str, old: str, new: str, message: str = "") -> Answer:
-    return Answer(cell, mistake, mutation(ASSIGNMENT, cell, old, new), message)
+    return mutant(ASSIGNMENT, cell, mistake, (old, new), message=message)
 
 
 WRONG += [

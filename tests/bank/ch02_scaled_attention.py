@@ -1,6 +1,6 @@
 """Chapter 2 answers: causal_mask, scaled_dot_product_attention."""
 
-from tests.bank import Answer, mutation
+from tests.bank import Answer, mutant
 
 ASSIGNMENT = "02_scaled_attention"
 
@@ -181,7 +181,7 @@ def scaled_dot_product_attention(Q, K, V, mask=None):
 
 
 def _mutant(cell: str, mistake: str, old: str, new: str, message: str = "") -> Answer:
-    return Answer(cell, mistake, mutation(ASSIGNMENT, cell, old, new), message)
+    return mutant(ASSIGNMENT, cell, mistake, (old, new), message=message)
 
 
 _SDPA = "scaled_dot_product_attention"
