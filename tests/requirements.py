@@ -1,7 +1,7 @@
 """Requirement tables: every sentence of a task cell that states a requirement, and the test that checks it.
 
 A task cell is the locked markdown cell ``<f>_task`` of a chapter's solution notebook. Its text, with
-``<details>`` blocks (hints), fenced code blocks and ``$$`` display math removed, is cut into
+``<details>`` blocks (hints), fenced code blocks, tables and ``$$`` display math removed, is cut into
 paragraphs at blank lines, headings (left out) and list items (their markers left out), and each paragraph into sentences after ``.``,
 ``!`` or ``?`` followed by a space and a character that is not a lowercase letter (inline code never
 cuts). A sentence that contains the word *must*, *raise(s)* or *return(s)* (any case) states a
@@ -49,6 +49,8 @@ def normalise(text: str) -> str:
 def _paragraphs(text: str) -> list[str]:
     paragraphs: list[list[str]] = [[]]
     for line in REMOVED.sub("\n\n", text).splitlines():
+        if line.startswith("|"):  # a table row: left out
+            line = ""
         if not line.strip() or BLOCK_START.match(line):
             paragraphs.append([])
         if line.strip():
