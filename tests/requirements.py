@@ -3,8 +3,8 @@
 A task cell is the locked markdown cell ``<f>_task`` of a chapter's solution notebook. Its text, with
 ``<details>`` blocks (hints), fenced code blocks, tables and ``$$`` display math removed, is cut into
 paragraphs at blank lines, headings (left out) and list items (their markers left out), and each paragraph into sentences after ``.``,
-``!`` or ``?`` followed by a space and a character that is not a lowercase letter (inline code never
-cuts). A sentence that contains the word *must*, *raise(s)* or *return(s)* (any case) states a
+``!`` or ``?`` (or one of them and a closing ``)`` or ``"``; never after "e.g." or "i.e.") followed by
+a space and a character that is not a lowercase letter (inline code never cuts). A sentence that contains the word *must*, *raise(s)* or *return(s)* (any case) states a
 requirement. ``docs/requirements/<slug>.md`` holds a table ``| requirement | test |`` with one row
 per such sentence: the first column is the sentence verbatim (runs of whitespace as one space, ``|``
 written ``\\|``), the second names the test cell that checks it in backticks (``test_<f>`` or
@@ -29,7 +29,7 @@ WORD = re.compile(r"\b(must|raises?|returns?)\b", re.IGNORECASE)
 REMOVED = re.compile(r"<details>.*?</details>|^```.*?^```|\$\$.*?\$\$", re.DOTALL | re.MULTILINE)
 BLOCK_START = re.compile(r"^(#+ |[-*] |\d+\. )")
 CODE = re.compile(r"`[^`]*`")
-CUT = re.compile(r"(?<=[.!?])\s+(?=[^a-z\s])")
+CUT = re.compile(r"(?:(?<=[.!?])|(?<=[.!?][)\"]))(?<!e\.g\.)(?<!i\.e\.)\s+(?=[^a-z\s])")
 CELL_ID = re.compile(r"`(test_\w+)`")
 
 

@@ -16,6 +16,7 @@ import pytest
 from course import ROOT
 from course.chapters import Chapter, chapters
 from course.notebooks import solution_sources
+from tests import requirements
 
 CHAPTERS_DOC = ROOT / "docs" / "chapters.md"
 CLI_DOC = ROOT / "docs" / "instructor-cli.md"
@@ -158,3 +159,22 @@ def test_every_documented_grade_option_exists() -> None:
     assert {"--out", "--jobs", "--db", "--scheduler"} <= documented
     missing = sorted(option for option in documented if option not in help_text.getvalue())
     assert not missing, f"docs/instructor-cli.md documents options that `python -m autograder grade` lacks: {missing}"
+
+
+@pytest.mark.parametrize("chapter", chapters(), ids=lambda c: c.slug)
+def test_every_requirement_a_task_states_has_a_row_naming_its_test(chapter: Chapter) -> None:
+    table = requirements.table_path(chapter)
+    assert table.exists(), f"{table.relative_to(ROOT)} is missing: one | requirement | test | row per task sentence"
+    missing = requirements.missing_rows(chapter)
+    assert not missing, (
+        f"{table.relative_to(ROOT)} has no row for these task sentences (quote each verbatim in the first column; "
+        f"`python -m tests.requirements {chapter.slug}` prints the missing rows):\n" + "\n".join(missing))
+    every_sentence = {s for text in requirements.task_texts(chapter).values() for s in requirements.sentences(text)}
+    cells = requirements.test_cells(chapter)
+    for row in requirements.read_table(table):
+        assert row.requirement in every_sentence, (
+            f"{table.relative_to(ROOT)}: this row quotes no sentence of a task cell (stale?): {row.requirement}")
+        named = requirements.CELL_ID.findall(row.test)
+        assert named and set(named) <= cells, (
+            f"{table.relative_to(ROOT)}: the row for {row.requirement!r} must name its test cell in backticks, one of "
+            f"{sorted(cells)}; it says {row.test!r}")
