@@ -202,10 +202,8 @@ def expect_close(actual: Any, expected: Any, name: str, *, rtol: float = 1e-5, a
         pass
     named = [mistake for mistake, wrong_value in (mistakes or {}).items()
              if _is_mistake(actual, expected, wrong_value, rtol, atol)]
-    if len(named) == 1:
-        lines.append(f"This is what you get with this mistake: {named[0]}.")
-    elif named:
-        lines.append("This is what you get with one of these mistakes: " + "; ".join(named) + ".")
+    if named:  # several only when the case cannot tell them apart
+        lines.append(f"This is what you get with this mistake: {'; or '.join(named)}.")
     _fail("\n".join(lines), hint)
 
 

@@ -225,3 +225,8 @@ WRONG += [
            ("np.add(m, np.log(l, out=np.full_like(l, -np.inf), where=seen), out=lse[..., q0:q1], where=seen)",
             "lse[..., q0:q1] = np.where(seen, m + np.log(l), -np.inf)"), message="tiled_attention wrote a warning"),
 ]
+
+WRONG += [
+    mutant(ASSIGNMENT, "tiled_attention", "the tile's max taken before the causal mask: masked keys with huge scores "
+           "underflow the visible ones", ("tile_max = tile.max(axis=-1)", "tile_max = (q_tile @ np.swapaxes(K[..., k0:k1, :], -1, -2)).max(axis=-1)")),
+]
