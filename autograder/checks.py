@@ -234,12 +234,12 @@ def describe(value: Any) -> str:
     if type(value) in (tuple, list) and len(value) <= 6:
         inner = ", ".join(describe(item) for item in value)
         return f"({inner})" if type(value) is tuple else f"[{inner}]"
-    return f"a {_describe_type(value)}"
+    return f"a {type(value).__qualname__}"
 
 
 def describe_call(function: Any, args: tuple = (), kwargs: Mapping[str, Any] | None = None) -> str:
     """``name(arg, ..., key=arg)`` with each argument described by :func:`describe`."""
-    name = getattr(function, "__qualname__", None) or _describe_type(function)
+    name = getattr(function, "__qualname__", None) or type(function).__qualname__
     parts = [describe(a) for a in args] + [f"{k}={describe(v)}" for k, v in (kwargs or {}).items()]
     return f"{name}({', '.join(parts)})"
 

@@ -254,3 +254,9 @@ def kv_cache_bytes(num_layers, num_kv_heads, head_dim, seq_len, batch_size=1, by
     return per_position * seq_len * batch_size
 '''),
 ]
+
+WRONG += [
+    _attn("hands the cache keys of shape (B, T, H, Dh): a raw RuntimeError, reported with the call's shapes",
+          ("k, v = cache.update(k, v)", "k, v = cache.update(k.transpose(1, 2), v.transpose(1, 2))"),
+          message="CausalSelfAttention(tensor of shape (1, 5, 16), float32, a CatCache) raised"),
+]
