@@ -178,3 +178,17 @@ def test_every_requirement_a_task_states_has_a_row_naming_its_test(chapter: Chap
         assert named and set(named) <= cells, (
             f"{table.relative_to(ROOT)}: the row for {row.requirement!r} must name its test cell in backticks, one of "
             f"{sorted(cells)}; it says {row.test!r}")
+
+
+def test_task_sentences_are_cut_as_contributing_says() -> None:
+    text = ("## 1. `f(x)` ⭐\n\nReturn a `float`. It must not warn (see `np.errstate`). Then\nsay so (e.g. `ValueError`).\n\n"
+            "- **Masked.** A `-inf` score gets weight 0; it raises nothing.\n1. returns `x.max()`. Done!\n\n"
+            "| a | b |\n|---|---|\n| must | x |\n\n```python\nreturn 1\n```\n\n$$x. Must$$\n\n"
+            "<details><summary>Hint</summary>\n\nReturn it.\n</details>\n(Odd case.) Raise then.")
+    assert requirements.sentences(text) == [
+        "Return a `float`.", "It must not warn (see `np.errstate`).", "Then say so (e.g. `ValueError`).",
+        "**Masked.** A `-inf` score gets weight 0; it raises nothing.", "returns `x.max()`.", "Done!",
+        "(Odd case.)", "Raise then."]
+    assert [s for s in requirements.sentences(text) if requirements.WORD.search(s)] == [
+        "Return a `float`.", "It must not warn (see `np.errstate`).",
+        "**Masked.** A `-inf` score gets weight 0; it raises nothing.", "returns `x.max()`.", "Raise then."]
