@@ -145,7 +145,7 @@ def expect_float(value: Any, name: str) -> None:
 def _format(value: Any) -> str:
     shape, flat, _ = _read(value)
     if not shape:
-        return f"{flat[0]:.6g}" if isinstance(flat[0], float) else repr(flat[0])
+        return repr(flat[0])
     if len(flat) > 60:
         return f"an array of shape {shape}"
     return _np.array2string(_np.array(flat).reshape(shape), precision=4, suppress_small=True, separator=", ")
@@ -200,11 +200,59 @@ def expect_close(actual: Any, expected: Any, name: str, *, rtol: float = 1e-5, a
         lines.append(f"Got:      {_format(actual)}")
     except TypeError:
         pass
-    for mistake, wrong_value in (mistakes or {}).items():
-        if _matches(actual, wrong_value, max(rtol, 1e-4), max(atol, 1e-5))[0]:
-            lines.append(f"This is what you get with this mistake: {mistake}.")
-            break
+    named = [mistake for mistake, wrong_value in (mistakes or {}).items()
+             if _is_mistake(actual, expected, wrong_value, rtol, atol)]
+    if named:  # several only when the case cannot tell them apart
+        lines.append(f"This is what you get with this mistake: {'; or '.join(named)}.")
     _fail("\n".join(lines), hint)
+
+
+def _scale(value: Any) -> float:
+    """The largest finite magnitude among the values (0.0 if none)."""
+    finite = [abs(x) for x in _read(value)[1] if not isinstance(x, bool) and math.isfinite(x)]
+    return max(finite, default=0.0)
+
+
+def _is_mistake(actual: Any, expected: Any, wrong_value: Any, rtol: float, atol: float) -> bool:
+    """Whether ``actual`` is what a mistake gives: close to ``wrong_value`` relative to the values' own
+    scale (so that values near 1e-12 are told apart), while ``wrong_value`` itself differs from the
+    expected value (a mistake that changes nothing in this case is never named)."""
+    if _matches(wrong_value, expected, rtol, atol)[0]:
+        return False
+    scale = max(_scale(wrong_value), _scale(expected))
+    return _matches(actual, wrong_value, max(rtol, 1e-4), 1e-6 * scale)[0]
+
+
+def describe(value: Any) -> str:
+    """A short description of an argument for messages: arrays and tensors by shape and dtype."""
+    if type(value) is _NDARRAY:
+        return f"ndarray of shape {tuple(value.shape)}, {value.dtype}"
+    if _is_tensor(value):
+        return f"tensor of shape {tuple(value.shape)}, {str(value.dtype).replace('torch.', '')}"
+    if value is None or type(value) in (bool, int, float, str):
+        return repr(value)
+    if type(value) in (tuple, list) and len(value) <= 6:
+        inner = ", ".join(describe(item) for item in value)
+        return f"({inner})" if type(value) is tuple else f"[{inner}]"
+    return f"a {type(value).__qualname__}"
+
+
+def describe_call(function: Any, args: tuple = (), kwargs: Mapping[str, Any] | None = None) -> str:
+    """``name(arg, ..., key=arg)`` with each argument described by :func:`describe`."""
+    name = getattr(function, "__qualname__", None) or type(function).__qualname__
+    parts = [describe(a) for a in args] + [f"{k}={describe(v)}" for k, v in (kwargs or {}).items()]
+    return f"{name}({', '.join(parts)})"
+
+
+def call(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """Call graded code and return its result; if it raises, fail with a message that names the call
+    and the shapes of its arguments before the error."""
+    verify_untampered()
+    try:
+        return function(*args, **kwargs)
+    except Exception as raised:  # noqa: BLE001 - reported to the student
+        _fail(f"{describe_call(function, args, kwargs)} raised {type(raised).__name__}: {raised}")
+    raise AssertionError("unreachable")
 
 
 def expect_equal(actual: Any, expected: Any, name: str, *, hint: str = "") -> None:

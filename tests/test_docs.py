@@ -16,6 +16,7 @@ import pytest
 from course import ROOT
 from course.chapters import Chapter, chapters
 from course.notebooks import solution_sources
+from tests import requirements
 
 CHAPTERS_DOC = ROOT / "docs" / "chapters.md"
 CLI_DOC = ROOT / "docs" / "instructor-cli.md"
@@ -163,3 +164,36 @@ def test_every_documented_option_exists(command: str) -> None:
     missing = sorted(option for option in documented if option not in help_text.getvalue())
     assert not missing, (f"docs/instructor-cli.md documents options that `python -m autograder {command}` lacks: "
                          f"{missing}")
+
+
+@pytest.mark.parametrize("chapter", chapters(), ids=lambda c: c.slug)
+def test_every_requirement_a_task_states_has_a_row_naming_its_test(chapter: Chapter) -> None:
+    table = requirements.table_path(chapter)
+    assert table.exists(), f"{table.relative_to(ROOT)} is missing: one | requirement | test | row per task sentence"
+    missing = requirements.missing_rows(chapter)
+    assert not missing, (
+        f"{table.relative_to(ROOT)} has no row for these task sentences (quote each verbatim in the first column; "
+        f"`python -m tests.requirements {chapter.slug}` prints the missing rows):\n" + "\n".join(missing))
+    every_sentence = {s for text in requirements.task_texts(chapter).values() for s in requirements.sentences(text)}
+    cells = requirements.test_cells(chapter)
+    for row in requirements.read_table(table):
+        assert row.requirement in every_sentence, (
+            f"{table.relative_to(ROOT)}: this row quotes no sentence of a task cell (stale?): {row.requirement}")
+        named = requirements.CELL_ID.findall(row.test)
+        assert named and set(named) <= cells, (
+            f"{table.relative_to(ROOT)}: the row for {row.requirement!r} must name its test cell in backticks, one of "
+            f"{sorted(cells)}; it says {row.test!r}")
+
+
+def test_task_sentences_are_cut_as_contributing_says() -> None:
+    text = ("## 1. `f(x)` ⭐\n\nReturn a `float`. It must not warn (see `np.errstate`). Then\nsay so (e.g. `ValueError`).\n\n"
+            "- **Masked.** A `-inf` score gets weight 0; it raises nothing.\n1. returns `x.max()`. Done!\n\n"
+            "| a | b |\n|---|---|\n| must | x |\n\n```python\nreturn 1\n```\n\n$$x. Must$$\n\n"
+            "<details><summary>Hint</summary>\n\nReturn it.\n</details>\n(Odd case.) Raise then.")
+    assert requirements.sentences(text) == [
+        "Return a `float`.", "It must not warn (see `np.errstate`).", "Then say so (e.g. `ValueError`).",
+        "**Masked.** A `-inf` score gets weight 0; it raises nothing.", "returns `x.max()`.", "Done!",
+        "(Odd case.)", "Raise then."]
+    assert [s for s in requirements.sentences(text) if requirements.WORD.search(s)] == [
+        "Return a `float`.", "It must not warn (see `np.errstate`).",
+        "**Masked.** A `-inf` score gets weight 0; it raises nothing.", "returns `x.max()`.", "Raise then."]

@@ -5,9 +5,13 @@ One module per assignment (`ch01_similarity.py`, ...), each defining ASSIGNMENT,
 
 from __future__ import annotations
 
+import functools
 import importlib
 import pkgutil
 from dataclasses import dataclass
+
+from course.chapters import chapter
+from course.notebooks import solution_sources
 
 
 @dataclass(frozen=True)
@@ -25,6 +29,29 @@ class Answer:
     mistake: str
     source: str
     message: str = ""
+
+
+@functools.cache
+def reference(assignment: str, cell: str) -> str:
+    """The reference source of one solution cell."""
+    return solution_sources(chapter(assignment).solution)[cell]
+
+
+def mutation(assignment: str, cell: str, *edits: tuple[str, str]) -> str:
+    """The reference source of ``cell`` with each edit ``(old, new)`` applied: a wrong (or differently
+    written) answer as a one-line change of the reference. ValueError unless each ``old`` occurs exactly
+    once, so that a bank entry breaks loudly when the reference changes under it."""
+    source = reference(assignment, cell)
+    for old, new in edits:
+        if source.count(old) != 1:
+            raise ValueError(f"{assignment}:{cell}: {old!r} occurs {source.count(old)} times, not once")
+        source = source.replace(old, new)
+    return source
+
+
+def mutant(assignment: str, cell: str, mistake: str, *edits: tuple[str, str], message: str = "") -> Answer:
+    """An answer made by :func:`mutation`."""
+    return Answer(cell, mistake, mutation(assignment, cell, *edits), message)
 
 
 def modules() -> list:

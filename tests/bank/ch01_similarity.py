@@ -1,6 +1,6 @@
 """Chapter 1 answers: dot, cosine_similarity, similarity_matrix, softmax."""
 
-from tests.bank import Answer
+from tests.bank import Answer, mutant
 
 ASSIGNMENT = "01_similarity"
 
@@ -129,12 +129,13 @@ RIGHT = [
     Answer("dot", "an explicit loop", """
 def dot(a, b):
     total = 0.0
-    for x, y in zip(a, b):
+    for x, y in zip(a.tolist(), b.tolist()):
         total += x * y
     return float(total)
 """),
     Answer("cosine_similarity", "normalise first, then take the dot product", """
 def cosine_similarity(a, b):
+    a, b = a.astype(float), b.astype(float)
     na, nb = np.sqrt(np.sum(a * a)), np.sqrt(np.sum(b * b))
     if na == 0.0 or nb == 0.0:
         raise ValueError("a zero vector has no direction")
@@ -154,12 +155,56 @@ def softmax(x, axis=-1):
     s[s == 0] = 1.0
     return z / s
 """),
-    Answer("softmax", "keeps the input's dtype (float32 stays float32) and uses np.where", """
+    Answer("softmax", "keeps a float input's dtype (float32 stays float32) and uses np.where", """
 def softmax(x, axis=-1):
+    x = np.asarray(x)
+    if x.dtype.kind != "f":
+        x = x.astype(np.float64)
     peak = np.max(x, axis=axis, keepdims=True)
     peak = np.where(np.isfinite(peak), peak, 0)
     e = np.exp(x - peak)
     total = e.sum(axis=axis, keepdims=True)
     return np.where(total > 0, e / np.where(total > 0, total, 1), 0.0)
 """),
+]
+
+
+def _mutant(cell: str, mistake: str, old: str, new: str, message: str = "") -> Answer:
+    return mutant(ASSIGNMENT, cell, mistake, (old, new), message=message)
+
+
+WRONG += [
+    _mutant("dot", "multiplies int8 vectors in int8: 100 * 100 overflows",
+            "np.asarray(a, dtype=np.float64) * np.asarray(b, dtype=np.float64)", "a * b", message="int8"),
+    _mutant("cosine_similarity", "treats a tiny vector (norm 1e-9) as zero",
+            "if norm_a == 0 or norm_b == 0:", "if norm_a < 1e-8 or norm_b < 1e-8:", message="tiny vector"),
+    _mutant("cosine_similarity", "multiplies int8 vectors in int8",
+            "a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)", "pass", message="int8"),
+    _mutant("cosine_similarity", "a ValueError whose message does not say why",
+            'raise ValueError("cosine similarity is undefined for a zero vector")', "raise ValueError()",
+            message="contain 'zero'"),
+    _mutant("cosine_similarity", "rounds the result to 4 decimals",
+            "return float(np.sum(a * b) / (norm_a * norm_b))", "return round(float(np.sum(a * b) / (norm_a * norm_b)), 4)",
+            message="Do not round"),
+    Answer("softmax", "keeps integer dtypes: x - max overflows in int8", """
+def softmax(x, axis=-1):
+    peak = x.max(axis=axis, keepdims=True)
+    if x.dtype.kind == "f":
+        peak = np.where(np.isfinite(peak), peak, 0.0)
+    weights = np.exp(x - peak)
+    total = weights.sum(axis=axis, keepdims=True)
+    return np.divide(weights, total, out=np.zeros_like(weights), where=total > 0)
+""", message="int8"),
+    _mutant("softmax", "np.divide(where=...) without out=: right values, but a warning (scores 0 when graded)",
+            "return np.divide(weights, total, out=np.zeros_like(weights), where=total > 0)",
+            "return np.where(total > 0, np.divide(weights, total, where=total > 0), 0.0)",
+            message="softmax wrote a warning"),
+]
+
+RIGHT += [
+    _mutant("dot", "np.dot after astype(float)",
+            "np.sum(np.asarray(a, dtype=np.float64) * np.asarray(b, dtype=np.float64))",
+            "np.dot(a.astype(float), b.astype(float))"),
+    _mutant("cosine_similarity", "np.dot of float copies, norms compared with 0.0",
+            "return float(np.sum(a * b) / (norm_a * norm_b))", "return float(np.dot(a, b) / norm_a / norm_b)"),
 ]

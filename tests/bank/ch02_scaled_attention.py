@@ -1,6 +1,6 @@
 """Chapter 2 answers: causal_mask, scaled_dot_product_attention."""
 
-from tests.bank import Answer
+from tests.bank import Answer, mutant
 
 ASSIGNMENT = "02_scaled_attention"
 
@@ -177,4 +177,60 @@ def scaled_dot_product_attention(Q, K, V, mask=None):
     weights = np.where(total > 0, e / np.maximum(total, np.finfo(e.dtype).tiny), 0.0)
     return weights @ V, weights
 """),
+]
+
+
+def _mutant(cell: str, mistake: str, old: str, new: str, message: str = "") -> Answer:
+    return mutant(ASSIGNMENT, cell, mistake, (old, new), message=message)
+
+
+_SDPA = "scaled_dot_product_attention"
+_RENORMALISE = """
+def scaled_dot_product_attention(Q, K, V, mask=None):
+    scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])
+    e = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    weights = e / e.sum(axis=-1, keepdims=True)
+    if mask is not None:
+        weights = weights * mask
+        total = weights.sum(axis=-1, keepdims=True)
+        weights = np.divide(weights, total, out=np.zeros_like(weights), where=total > 0)
+    return weights @ V, weights
+"""
+
+WRONG += [
+    Answer(_SDPA, "softmax over all keys, then masked weights zeroed and renormalised", _RENORMALISE,
+           message="the softmax runs over all keys"),
+    _mutant(_SDPA, "subtracts a row maximum that includes the masked keys",
+            "    peak = scores.max(axis=-1, keepdims=True)\n",
+            "    peak = (Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])).max(axis=-1, keepdims=True)\n",
+            message="underflow to 0"),
+    _mutant(_SDPA, "scales Q in place: the caller's Q changes",
+            "    scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])\n",
+            "    Q /= np.sqrt(Q.shape[-1])\n    scores = Q @ np.swapaxes(K, -1, -2)\n", message="Leave the inputs unchanged"),
+    _mutant(_SDPA, "scales by sqrt(Q.shape[1]), which is d_k only for 2-D inputs",
+            "np.sqrt(Q.shape[-1])", "np.sqrt(Q.shape[1])"),
+    _mutant(_SDPA, "np.log(mask) added to the scores: right values, but a divide-by-zero warning",
+            "        scores = np.where(mask, scores, -np.inf)\n",
+            "        scores = scores + np.log(mask)\n", message="wrote a warning"),
+    _mutant(_SDPA, "np.divide(where=) without out=: right values, but a warning",
+            "weights = np.divide(weights, total, out=np.zeros_like(weights), where=total > 0)",
+            "weights = np.where(total > 0, np.divide(weights, total, where=total > 0), 0.0)", message="wrote a warning"),
+]
+
+RIGHT += [
+    Answer(_SDPA, "softmax over all keys with the masked scores at -inf, then renormalised: right", """
+def scaled_dot_product_attention(Q, K, V, mask=None):
+    scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])
+    if mask is not None:
+        scores = np.where(mask, scores, -np.inf)
+    finite = np.where(np.isfinite(scores), scores, -np.inf)
+    peak = np.max(finite, axis=-1, keepdims=True)
+    e = np.exp(finite - np.where(np.isinf(peak), 0.0, peak))
+    total = np.sum(e, axis=-1, keepdims=True)
+    weights = e / np.where(total == 0, 1.0, total)
+    return weights @ V, weights
+"""),
+    _mutant(_SDPA, "scales a copy of Q in place",
+            "    scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])\n",
+            "    Q = Q.copy()\n    Q /= np.sqrt(Q.shape[-1])\n    scores = Q @ np.swapaxes(K, -1, -2)\n"),
 ]

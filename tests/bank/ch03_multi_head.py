@@ -1,8 +1,11 @@
 """Chapter 3 answers: split_heads, merge_heads, MultiHeadAttention."""
 
-from tests.bank import Answer
+import functools
+
+from tests.bank import Answer, mutant
 
 ASSIGNMENT = "03_multi_head"
+_m = functools.partial(mutant, ASSIGNMENT, "MultiHeadAttention")
 
 _INIT = '''
 class MultiHeadAttention(nn.Module):
@@ -25,6 +28,9 @@ def _layer(forward: str) -> str:
 
 
 WRONG = [
+    mutant(ASSIGNMENT, "split_heads", "a ValueError that does not give the two numbers",
+           ('f"d_model={d_model} is not divisible by num_heads={num_heads}"', '"the width is not divisible"'),
+           message="must give both numbers"),
     Answer("split_heads", "reshape to (B, H, T, Dh) without a transpose", """
 def split_heads(x, num_heads):
     B, T, D = x.shape
@@ -82,99 +88,6 @@ def merge_heads(x):
 def merge_heads(x):
     return x.sum(dim=1)
 """, message="the shape of"),
-    Answer("MultiHeadAttention", "scales by sqrt(d_model) instead of sqrt(head_dim)", _layer('''
-    def forward(self, x, mask=None, is_causal=False):
-        q, k, v = (split_heads(p(x), self.num_heads) for p in (self.q_proj, self.k_proj, self.v_proj))
-        scores = q @ k.transpose(-2, -1) / math.sqrt(x.shape[-1])
-        T = x.shape[1]
-        allowed = torch.ones(T, T, dtype=torch.bool)
-        if is_causal:
-            allowed = allowed.tril()
-        if mask is not None:
-            allowed = allowed & mask
-        w = torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1).masked_fill(~allowed, 0.0)
-        return self.out_proj(merge_heads(w @ v))
-'''), message="sqrt(d_model) instead of sqrt(head_dim)"),
-    Answer("MultiHeadAttention", "forgets the 1/sqrt(head_dim) scale", _layer('''
-    def forward(self, x, mask=None, is_causal=False):
-        q, k, v = (split_heads(p(x), self.num_heads) for p in (self.q_proj, self.k_proj, self.v_proj))
-        scores = q @ k.transpose(-2, -1)
-        T = x.shape[1]
-        allowed = torch.ones(T, T, dtype=torch.bool)
-        if is_causal:
-            allowed = allowed.tril()
-        if mask is not None:
-            allowed = allowed & mask
-        w = torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1).masked_fill(~allowed, 0.0)
-        return self.out_proj(merge_heads(w @ v))
-'''), message="no 1/sqrt(head_dim) scaling"),
-    Answer("MultiHeadAttention", "never applies out_proj", _layer('''
-    def forward(self, x, mask=None, is_causal=False):
-        q, k, v = (split_heads(p(x), self.num_heads) for p in (self.q_proj, self.k_proj, self.v_proj))
-        scores = q @ k.transpose(-2, -1) / math.sqrt(self.head_dim)
-        T = x.shape[1]
-        allowed = torch.ones(T, T, dtype=torch.bool)
-        if is_causal:
-            allowed = allowed.tril()
-        if mask is not None:
-            allowed = allowed & mask
-        w = torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1).masked_fill(~allowed, 0.0)
-        return merge_heads(w @ v)
-'''), message="missing output projection"),
-    Answer("MultiHeadAttention", "inverts the mask (fills where mask is True)", _layer('''
-    def forward(self, x, mask=None, is_causal=False):
-        q, k, v = (split_heads(p(x), self.num_heads) for p in (self.q_proj, self.k_proj, self.v_proj))
-        scores = q @ k.transpose(-2, -1) / math.sqrt(self.head_dim)
-        T = x.shape[1]
-        if is_causal:
-            scores = scores.masked_fill(~torch.ones(T, T, dtype=torch.bool).tril(), float("-inf"))
-        if mask is not None:
-            scores = scores.masked_fill(mask, float("-inf"))
-        w = torch.softmax(scores, dim=-1).nan_to_num(0.0)
-        return self.out_proj(merge_heads(w @ v))
-'''), message="the mask inverted"),
-    Answer("MultiHeadAttention", "ignores the mask argument", _layer('''
-    def forward(self, x, mask=None, is_causal=False):
-        q, k, v = (split_heads(p(x), self.num_heads) for p in (self.q_proj, self.k_proj, self.v_proj))
-        scores = q @ k.transpose(-2, -1) / math.sqrt(self.head_dim)
-        T = x.shape[1]
-        if is_causal:
-            scores = scores.masked_fill(~torch.ones(T, T, dtype=torch.bool).tril(), float("-inf"))
-        return self.out_proj(merge_heads(torch.softmax(scores, dim=-1) @ v))
-'''), message="the mask ignored"),
-    Answer("MultiHeadAttention", "uses the causal mask instead of the given mask when both are set", _layer('''
-    def forward(self, x, mask=None, is_causal=False):
-        q, k, v = (split_heads(p(x), self.num_heads) for p in (self.q_proj, self.k_proj, self.v_proj))
-        scores = q @ k.transpose(-2, -1) / math.sqrt(self.head_dim)
-        T = x.shape[1]
-        if is_causal:
-            mask = torch.ones(T, T, dtype=torch.bool).tril()
-        if mask is not None:
-            scores = scores.masked_fill(~mask, float("-inf"))
-        w = torch.softmax(scores, dim=-1).nan_to_num(0.0)
-        return self.out_proj(merge_heads(w @ v))
-'''), message="the mask ignored"),
-    Answer("MultiHeadAttention", "ignores is_causal", _layer('''
-    def forward(self, x, mask=None, is_causal=False):
-        q, k, v = (split_heads(p(x), self.num_heads) for p in (self.q_proj, self.k_proj, self.v_proj))
-        scores = q @ k.transpose(-2, -1) / math.sqrt(self.head_dim)
-        if mask is not None:
-            scores = scores.masked_fill(~mask, float("-inf"))
-        w = torch.softmax(scores, dim=-1).nan_to_num(0.0)
-        return self.out_proj(merge_heads(w @ v))
-'''), message="is_causal ignored"),
-    Answer("MultiHeadAttention", "builds the causal mask with triu: queries see the future", _layer('''
-    def forward(self, x, mask=None, is_causal=False):
-        q, k, v = (split_heads(p(x), self.num_heads) for p in (self.q_proj, self.k_proj, self.v_proj))
-        scores = q @ k.transpose(-2, -1) / math.sqrt(self.head_dim)
-        T = x.shape[1]
-        if is_causal:
-            scores = scores.masked_fill(~torch.ones(T, T, dtype=torch.bool).triu(), float("-inf"))
-        if mask is not None:
-            scores = scores.masked_fill(~mask, float("-inf"))
-        w = torch.softmax(scores, dim=-1).nan_to_num(0.0)
-        return self.out_proj(merge_heads(w @ v))
-'''), message="upper triangle"),
     Answer("MultiHeadAttention", "splits the heads with a reshape and no transpose", _layer('''
     def forward(self, x, mask=None, is_causal=False):
         B, T, D = x.shape
@@ -203,101 +116,6 @@ def merge_heads(x):
         w = torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1).masked_fill(~allowed, 0.0)
         return self.out_proj((w @ v).permute(0, 2, 3, 1).reshape(B, T, D))
 '''), message="interleaved"),
-    Answer("MultiHeadAttention", "a fully masked row gives nan", _layer('''
-    def forward(self, x, mask=None, is_causal=False):
-        q, k, v = (split_heads(p(x), self.num_heads) for p in (self.q_proj, self.k_proj, self.v_proj))
-        scores = q @ k.transpose(-2, -1) / math.sqrt(self.head_dim)
-        T = x.shape[1]
-        if is_causal:
-            scores = scores.masked_fill(~torch.ones(T, T, dtype=torch.bool).tril(), float("-inf"))
-        if mask is not None:
-            scores = scores.masked_fill(~mask, float("-inf"))
-        return self.out_proj(merge_heads(torch.softmax(scores, dim=-1) @ v))
-'''), message="gives nan"),
-    Answer("MultiHeadAttention", "masks with -1e9: a fully masked row averages every value", _layer('''
-    def forward(self, x, mask=None, is_causal=False):
-        q, k, v = (split_heads(p(x), self.num_heads) for p in (self.q_proj, self.k_proj, self.v_proj))
-        scores = q @ k.transpose(-2, -1) / math.sqrt(self.head_dim)
-        T = x.shape[1]
-        if is_causal:
-            scores = scores.masked_fill(~torch.ones(T, T, dtype=torch.bool).tril(), -1e9)
-        if mask is not None:
-            scores = scores.masked_fill(~mask, -1e9)
-        return self.out_proj(merge_heads(torch.softmax(scores, dim=-1) @ v))
-'''), message="uniform weights"),
-    Answer("MultiHeadAttention", "softmax over the query axis", _layer('''
-    def forward(self, x, mask=None, is_causal=False):
-        q, k, v = (split_heads(p(x), self.num_heads) for p in (self.q_proj, self.k_proj, self.v_proj))
-        scores = q @ k.transpose(-2, -1) / math.sqrt(self.head_dim)
-        T = x.shape[1]
-        allowed = torch.ones(T, T, dtype=torch.bool)
-        if is_causal:
-            allowed = allowed.tril()
-        if mask is not None:
-            allowed = allowed & mask
-        w = torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-2).masked_fill(~allowed, 0.0)
-        return self.out_proj(merge_heads(w @ v))
-''')),
-    Answer("MultiHeadAttention", "calls F.scaled_dot_product_attention", _layer('''
-    def forward(self, x, mask=None, is_causal=False):
-        import torch.nn.functional as F
-        q, k, v = (split_heads(p(x), self.num_heads) for p in (self.q_proj, self.k_proj, self.v_proj))
-        T = x.shape[1]
-        allowed = torch.ones(T, T, dtype=torch.bool)
-        if is_causal:
-            allowed = allowed.tril()
-        if mask is not None:
-            allowed = allowed & mask
-        return self.out_proj(merge_heads(F.scaled_dot_product_attention(q, k, v, attn_mask=allowed)))
-'''), message="torch attention functions called by forward"),
-    Answer("MultiHeadAttention", "no ValueError: d_model // num_heads silently drops columns", '''
-class MultiHeadAttention(nn.Module):
-    def __init__(self, d_model, num_heads, bias=True):
-        super().__init__()
-        self.num_heads = num_heads
-        self.head_dim = d_model // num_heads
-        self.q_proj = nn.Linear(d_model, d_model, bias=bias)
-        self.k_proj = nn.Linear(d_model, d_model, bias=bias)
-        self.v_proj = nn.Linear(d_model, d_model, bias=bias)
-        self.out_proj = nn.Linear(d_model, d_model, bias=bias)
-
-    def forward(self, x, mask=None, is_causal=False):
-        q, k, v = (split_heads(p(x), self.num_heads) for p in (self.q_proj, self.k_proj, self.v_proj))
-        scores = q @ k.transpose(-2, -1) / math.sqrt(self.head_dim)
-        T = x.shape[1]
-        allowed = torch.ones(T, T, dtype=torch.bool)
-        if is_causal:
-            allowed = allowed.tril()
-        if mask is not None:
-            allowed = allowed & mask
-        w = torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1).masked_fill(~allowed, 0.0)
-        return self.out_proj(merge_heads(w @ v))
-''', message="should raise ValueError, but it returned"),
-    Answer("MultiHeadAttention", "ignores the bias flag", '''
-class MultiHeadAttention(nn.Module):
-    def __init__(self, d_model, num_heads, bias=True):
-        super().__init__()
-        if d_model % num_heads != 0:
-            raise ValueError("d_model must be divisible by num_heads")
-        self.num_heads = num_heads
-        self.head_dim = d_model // num_heads
-        self.q_proj = nn.Linear(d_model, d_model)
-        self.k_proj = nn.Linear(d_model, d_model)
-        self.v_proj = nn.Linear(d_model, d_model)
-        self.out_proj = nn.Linear(d_model, d_model)
-
-    def forward(self, x, mask=None, is_causal=False):
-        q, k, v = (split_heads(p(x), self.num_heads) for p in (self.q_proj, self.k_proj, self.v_proj))
-        scores = q @ k.transpose(-2, -1) / math.sqrt(self.head_dim)
-        T = x.shape[1]
-        allowed = torch.ones(T, T, dtype=torch.bool)
-        if is_causal:
-            allowed = allowed.tril()
-        if mask is not None:
-            allowed = allowed & mask
-        w = torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1).masked_fill(~allowed, 0.0)
-        return self.out_proj(merge_heads(w @ v))
-''', message="has a bias"),
     Answer("MultiHeadAttention", "one packed qkv projection instead of q_proj, k_proj, v_proj", '''
 class MultiHeadAttention(nn.Module):
     def __init__(self, d_model, num_heads, bias=True):
@@ -321,45 +139,39 @@ class MultiHeadAttention(nn.Module):
         w = torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1).masked_fill(~allowed, 0.0)
         return self.out_proj(merge_heads(w @ v))
 '''),
-    Answer("MultiHeadAttention", "scores K Q^T instead of Q K^T (transposed before the softmax)", _layer('''
-    def forward(self, x, mask=None, is_causal=False):
-        q, k, v = (split_heads(p(x), self.num_heads) for p in (self.q_proj, self.k_proj, self.v_proj))
-        scores = k @ q.transpose(-2, -1) / math.sqrt(self.head_dim)
-        T = x.shape[1]
-        allowed = torch.ones(T, T, dtype=torch.bool)
-        if is_causal:
-            allowed = allowed.tril()
-        if mask is not None:
-            allowed = allowed & mask
-        w = torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1).masked_fill(~allowed, 0.0)
-        return self.out_proj(merge_heads(w @ v))
-''')),
-    Answer("MultiHeadAttention", "weights the keys instead of the values (v_proj never used)", _layer('''
-    def forward(self, x, mask=None, is_causal=False):
-        q, k = (split_heads(p(x), self.num_heads) for p in (self.q_proj, self.k_proj))
-        scores = q @ k.transpose(-2, -1) / math.sqrt(self.head_dim)
-        T = x.shape[1]
-        allowed = torch.ones(T, T, dtype=torch.bool)
-        if is_causal:
-            allowed = allowed.tril()
-        if mask is not None:
-            allowed = allowed & mask
-        w = torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1).masked_fill(~allowed, 0.0)
-        return self.out_proj(merge_heads(w @ k))
-''')),
-    Answer("MultiHeadAttention", "applies is_causal only when no mask is given", _layer('''
-    def forward(self, x, mask=None, is_causal=False):
-        q, k, v = (split_heads(p(x), self.num_heads) for p in (self.q_proj, self.k_proj, self.v_proj))
-        scores = q @ k.transpose(-2, -1) / math.sqrt(self.head_dim)
-        T = x.shape[1]
-        allowed = torch.ones(T, T, dtype=torch.bool)
-        if mask is not None:
-            allowed = allowed & mask
-        elif is_causal:
-            allowed = allowed.tril()
-        w = torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1).masked_fill(~allowed, 0.0)
-        return self.out_proj(merge_heads(w @ v))
-'''), message="is_causal ignored"),
+    _m("scales by sqrt(d_model) instead of sqrt(head_dim)", ("math.sqrt(self.head_dim)", "math.sqrt(x.shape[-1])"),
+       message="sqrt(d_model) instead of sqrt(head_dim)"),
+    _m("forgets the 1/sqrt(head_dim) scale", (" / math.sqrt(self.head_dim)", ""), message="no 1/sqrt(head_dim) scaling"),
+    _m("never applies out_proj", ("return self.out_proj(merge_heads(weights @ v))", "return merge_heads(weights @ v)"),
+       message="missing output projection"),
+    _m("inverts the mask (fills where mask is True)", ("allowed = allowed & mask", "allowed = allowed & ~mask"),
+       message="the mask inverted"),
+    _m("ignores the mask argument", ("allowed = allowed & mask", "pass"), message="the mask ignored"),
+    _m("uses the causal mask instead of the given mask when both are set",
+       ("allowed = allowed & mask", "allowed = allowed if is_causal else mask"), message="the mask ignored"),
+    _m("applies is_causal only when no mask is given", ("allowed = allowed & mask", "allowed = mask"),
+       message="is_causal ignored"),
+    _m("ignores is_causal", ("allowed = torch.tril(allowed)", "pass"), message="is_causal ignored"),
+    _m("builds the causal mask with triu: queries see the future", ("torch.tril(allowed)", "torch.triu(allowed)"),
+       message="upper triangle"),
+    _m("a fully masked row gives nan", ("weights = weights.masked_fill(~allowed, 0.0)", "pass"), message="gives nan"),
+    _m("masks with -1e9: a fully masked row averages every value",
+       ('float("-inf")', "-1e9"), ("weights = weights.masked_fill(~allowed, 0.0)", "pass"), message="uniform weights"),
+    _m("softmax over the query axis", ("dim=-1)", "dim=-2)")),
+    _m("softmax over all keys, masked weights zeroed and renormalised: a masked key with the largest score wins",
+       ('weights = torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1)',
+        "weights = torch.softmax(scores, dim=-1).masked_fill(~allowed, 0.0)\n"
+        "        weights = weights / weights.sum(-1, keepdim=True)")),
+    _m("calls F.scaled_dot_product_attention",
+       ("merge_heads(weights @ v)", "merge_heads(torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=allowed))"),
+       message="torch attention functions called by forward"),
+    _m("no ValueError: d_model // num_heads silently drops columns",
+       ('raise ValueError(f"d_model={d_model} is not divisible by num_heads={num_heads}")', "pass"),
+       message="should raise ValueError, but it returned"),
+    _m("ignores the bias flag", *[(f"self.{n} = nn.Linear(d_model, d_model, bias=bias)", f"self.{n} = nn.Linear(d_model, d_model)")
+                                  for n in ("q_proj", "k_proj", "v_proj", "out_proj")], message="has a bias"),
+    _m("scores K Q^T instead of Q K^T (transposed before the softmax)", ("q @ k.transpose(-2, -1)", "k @ q.transpose(-2, -1)")),
+    _m("weights the keys instead of the values (v_proj never used)", ("weights @ v", "weights @ k")),
 ]
 
 RIGHT = [
@@ -373,7 +185,7 @@ def split_heads(x, num_heads):
 def split_heads(x, num_heads):
     d_model = x.shape[-1]
     if d_model % num_heads:
-        raise ValueError("d_model must be a multiple of num_heads")
+        raise ValueError(f"d_model {x.shape[-1]} must be a multiple of num_heads {num_heads}")
     return torch.stack(torch.split(x, d_model // num_heads, dim=-1), dim=1)
 """),
     Answer("merge_heads", "concatenate the heads along the last axis", """

@@ -1,26 +1,18 @@
-"""Chapter 4 answers: KVCache, CausalSelfAttention, generate, kv_cache_bytes."""
+"""Chapter 4 answers: KVCache, CausalSelfAttention, generate, kv_cache_bytes.
 
-from tests.bank import Answer
+Most wrong answers are one-line mutations of the reference (tests.bank.mutant)."""
+
+import functools
+
+from tests.bank import Answer, mutant
 
 ASSIGNMENT = "04_kv_cache"
-
-# A correct KVCache that each wrong answer below changes in one place.
-_CACHE_HEAD = '''
-class KVCache:
-    def __init__(self, batch_size, num_heads, max_seq_len, head_dim, dtype=torch.float32, device=None):
-        shape = (batch_size, num_heads, max_seq_len, head_dim)
-        self.k = torch.zeros(shape, dtype=dtype, device=device)
-        self.v = torch.zeros(shape, dtype=dtype, device=device)
-        self.max_seq_len = max_seq_len
-        self.n = 0
-
-    @property
-    def seq_len(self):
-        return self.n
-
-    def reset(self):
-        self.n = 0
-'''
+_cache = functools.partial(mutant, ASSIGNMENT, "KVCache")
+_attn = functools.partial(mutant, ASSIGNMENT, "CausalSelfAttention")
+_gen = functools.partial(mutant, ASSIGNMENT, "generate")
+_RETURN = "return self.keys[:, :, :end], self.values[:, :, :end]"
+_UPDATE = "logits = model(new_input, caches) if use_cache else model(ids)"
+_SDPA = "y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)"
 
 # A correct CausalSelfAttention __init__; the wrong forwards below follow it.
 _ATTENTION_HEAD = '''
@@ -44,65 +36,92 @@ def _attention(body: str) -> str:
 
 
 WRONG = [
-    # KVCache
-    Answer("KVCache", "returns only this call's keys and values", _CACHE_HEAD + '''
+    _cache("returns only this call's keys and values", (_RETURN, "return k, v"), message="only this call's keys"),
+    _cache("returns the whole buffer, unwritten positions included", (_RETURN, "return self.keys, self.values"),
+           message="whole preallocated buffer"),
+    _cache("leaves position 0 empty: writes one position too far",
+           ("self.keys[:, :, start:end] = k", "self.keys[:, :, start + 1:end + 1] = k"),
+           ("self.values[:, :, start:end] = v", "self.values[:, :, start + 1:end + 1] = v")),
+    _cache("advances the counter before checking for overflow",
+           ("        self._filled = end\n        return", "        return"),
+           ("start, end = self._filled, self._filled + k.shape[2]\n",
+            "start, end = self._filled, self._filled + k.shape[2]\n        self._filled = end\n"),
+           message="the cache must be unchanged"),
+    _cache("no overflow check: torch's shape error instead of a clear ValueError",
+           ("if end > self.max_seq_len:", "if False:")),
+    _cache("rejects filling the cache exactly to max_seq_len (>= instead of >)",
+           ("if end > self.max_seq_len:", "if end >= self.max_seq_len:"), message="Filling the cache exactly"),
+    _cache("preallocates, but returns copies of the filled part (.clone())",
+           (_RETURN, "return self.keys[:, :, :end].clone(), self.values[:, :, :end].clone()"),
+           message="allocating torch functions called by update"),
+    _cache("reset() zeroes the buffers but keeps the counter",
+           ("### BEGIN SOLUTION\n        self._filled = 0\n", "### BEGIN SOLUTION\n        self.keys.zero_()\n"),
+           message="after reset()"),
+    _cache("reset() allocates new buffers instead of reusing them",
+           ("### BEGIN SOLUTION\n        self._filled = 0\n",
+            "### BEGIN SOLUTION\n        self._filled = 0\n        self.keys = torch.zeros_like(self.keys)\n"),
+           message="allocating torch functions called by reset()"),
+    _cache("stores the values in the key buffer too",
+           ("self.values[:, :, start:end] = v", "self.values[:, :, start:end] = k"),
+           message="returning the keys as values"),
+    Answer("KVCache", "seq_len is a plain attribute that anyone can overwrite", '''
+class KVCache:
+    def __init__(self, batch_size, num_heads, max_seq_len, head_dim, dtype=torch.float32, device=None):
+        shape = (batch_size, num_heads, max_seq_len, head_dim)
+        self.keys = torch.zeros(shape, dtype=dtype, device=device)
+        self.values = torch.zeros(shape, dtype=dtype, device=device)
+        self.max_seq_len = max_seq_len
+        self.seq_len = 0
+
     def update(self, k, v):
-        t = k.shape[2]
-        if self.n + t > self.max_seq_len:
+        start, end = self.seq_len, self.seq_len + k.shape[2]
+        if end > self.max_seq_len:
             raise ValueError("cache full")
-        self.k[:, :, self.n:self.n + t] = k
-        self.v[:, :, self.n:self.n + t] = v
-        self.n += t
-        return k, v
-''', message="returning only this call's keys"),
-    Answer("KVCache", "returns the whole buffer, unwritten positions included", _CACHE_HEAD + '''
-    def update(self, k, v):
-        t = k.shape[2]
-        if self.n + t > self.max_seq_len:
-            raise ValueError("cache full")
-        self.k[:, :, self.n:self.n + t] = k
-        self.v[:, :, self.n:self.n + t] = v
-        self.n += t
-        return self.k, self.v
-''', message="the whole preallocated buffer"),
-    Answer("KVCache", "leaves position 0 empty: writes one position too far", _CACHE_HEAD + '''
-    def update(self, k, v):
-        t = k.shape[2]
-        if self.n + t >= self.max_seq_len:
-            raise ValueError("cache full")
-        self.k[:, :, self.n + 1:self.n + 1 + t] = k
-        self.v[:, :, self.n + 1:self.n + 1 + t] = v
-        self.n += t
-        return self.k[:, :, :self.n + 1], self.v[:, :, :self.n + 1]
-''', message="positions off by one"),
-    Answer("KVCache", "advances the counter before checking for overflow", _CACHE_HEAD + '''
-    def update(self, k, v):
-        start = self.n
-        self.n += k.shape[2]
-        if self.n > self.max_seq_len:
-            raise ValueError("cache full")
-        self.k[:, :, start:self.n] = k
-        self.v[:, :, start:self.n] = v
-        return self.k[:, :, :self.n], self.v[:, :, :self.n]
-''', message="the cache must be unchanged"),
-    Answer("KVCache", "no overflow check: torch's shape error instead of a clear ValueError", _CACHE_HEAD + '''
-    def update(self, k, v):
-        t = k.shape[2]
-        self.k[:, :, self.n:self.n + t] = k
-        self.v[:, :, self.n:self.n + t] = v
-        self.n += t
-        return self.k[:, :, :self.n], self.v[:, :, :self.n]
-''', message="should raise ValueError"),
-    Answer("KVCache", "rejects filling the cache exactly to max_seq_len (>= instead of >)", _CACHE_HEAD + '''
-    def update(self, k, v):
-        t = k.shape[2]
-        if self.n + t >= self.max_seq_len:
-            raise ValueError("cache full")
-        self.k[:, :, self.n:self.n + t] = k
-        self.v[:, :, self.n:self.n + t] = v
-        self.n += t
-        return self.k[:, :, :self.n], self.v[:, :, :self.n]
-'''),
+        self.keys[:, :, start:end] = k
+        self.values[:, :, start:end] = v
+        self.seq_len = end
+        return self.keys[:, :, :end], self.values[:, :, :end]
+
+    def reset(self):
+        self.seq_len = 0
+''', message="read-only property"),
+    _attn("is_causal=True with a cache: upper-left alignment",
+          (_SDPA, "y = F.scaled_dot_product_attention(q, k, v, is_causal=True)"), message="upper-left causal alignment"),
+    _attn("updates the cache but attends only to this call's keys", ("k, v = cache.update(k, v)", "cache.update(k, v)"),
+          message="attending only to this call's keys"),
+    _attn("no mask when a cache is given (right only for single tokens)",
+          ("attn_mask=mask)", "attn_mask=mask if cache is None else None)"), message="no causal mask within a chunk"),
+    _attn("mask diagonal off by one", ("tril(diagonal=n_k - n_q)", "tril(diagonal=n_k - n_q + 1)"), message="off by one"),
+    _attn("splits the heads with view(B, H, T, Dh)",
+          ("view(B, T, self.num_heads, self.head_dim).transpose(1, 2)", "view(B, self.num_heads, T, self.head_dim)"),
+          ("y.transpose(1, 2).reshape(B, T, D)", "y.reshape(B, T, D)"), message="heads split in the wrong order"),
+    _attn("no 1/sqrt(head_dim) scale", ("attn_mask=mask)", "attn_mask=mask, scale=1.0)"), message="no 1/sqrt(head_dim)"),
+    _attn("projections with bias", *[(f"self.{n} = nn.Linear(d_model, d_model, bias=False)",
+                                      f"self.{n} = nn.Linear(d_model, d_model)") for n in ("q_proj", "k_proj", "v_proj")]),
+    _gen("returns only the new tokens", ("    return ids\n", "    return ids[:, prompt_ids.shape[1]:]\n"),
+         message="returning only the new tokens"),
+    _gen("ignores use_cache: always recomputes", (_UPDATE, "logits = model(ids)")),
+    _gen("feeds the whole sequence into the cache at every step",
+         (_UPDATE, "logits = model(ids, caches) if use_cache else model(ids)")),
+    _gen("reads the logits of the first position", ("logits[:, -1]", "logits[:, 0]"), message="first position"),
+    _gen("one token too many", ("range(max_new_tokens)", "range(max_new_tokens + 1)"), message="one token too many"),
+    _gen("makes the caches for batch 1", ("model.make_caches(ids.shape[0],", "model.make_caches(1,"),
+         message="batch_size=1"),
+    _gen("makes the caches for the model's whole max_seq_len", ("ids.shape[1] + max_new_tokens)", "None)"),
+         message="make_caches call"),
+    _gen("runs the model with gradients enabled", ("with torch.no_grad():", "if True:"), message="torch.no_grad()"),
+    Answer("generate", "one wasted model call after the last token", '''
+def generate(model, prompt_ids, max_new_tokens, use_cache=True):
+    ids = prompt_ids
+    caches = model.make_caches(ids.shape[0], ids.shape[1] + max_new_tokens) if use_cache else None
+    with torch.no_grad():
+        logits = model(ids, caches) if use_cache else model(ids)
+        for _ in range(max_new_tokens):
+            next_token = logits[:, -1].argmax(dim=-1, keepdim=True)
+            ids = torch.cat([ids, next_token], dim=1)
+            logits = model(next_token, caches) if use_cache else model(ids)
+    return ids
+''', message="the number of calls to the model"),
     Answer("KVCache", "grows with torch.cat instead of preallocating", '''
 class KVCache:
     def __init__(self, batch_size, num_heads, max_seq_len, head_dim, dtype=torch.float32, device=None):
@@ -123,178 +142,7 @@ class KVCache:
 
     def reset(self):
         self.k, self.v = self.k[:, :, :0], self.v[:, :, :0]
-''', message="preallocated"),
-    Answer("KVCache", "preallocates, but returns copies of the filled part (.clone())", _CACHE_HEAD + '''
-    def update(self, k, v):
-        t = k.shape[2]
-        if self.n + t > self.max_seq_len:
-            raise ValueError("cache full")
-        self.k[:, :, self.n:self.n + t] = k
-        self.v[:, :, self.n:self.n + t] = v
-        self.n += t
-        return self.k[:, :, :self.n].clone(), self.v[:, :, :self.n].clone()
-''', message="not copies"),
-    Answer("KVCache", "reset() zeroes the buffers but keeps the counter", '''
-class KVCache:
-    def __init__(self, batch_size, num_heads, max_seq_len, head_dim, dtype=torch.float32, device=None):
-        shape = (batch_size, num_heads, max_seq_len, head_dim)
-        self.k = torch.zeros(shape, dtype=dtype, device=device)
-        self.v = torch.zeros(shape, dtype=dtype, device=device)
-        self.max_seq_len = max_seq_len
-        self.n = 0
-
-    @property
-    def seq_len(self):
-        return self.n
-
-    def update(self, k, v):
-        t = k.shape[2]
-        if self.n + t > self.max_seq_len:
-            raise ValueError("cache full")
-        self.k[:, :, self.n:self.n + t] = k
-        self.v[:, :, self.n:self.n + t] = v
-        self.n += t
-        return self.k[:, :, :self.n], self.v[:, :, :self.n]
-
-    def reset(self):
-        self.k.zero_()
-        self.v.zero_()
-''', message="after reset()"),
-    Answer("KVCache", "stores the values in the key buffer too", _CACHE_HEAD + '''
-    def update(self, k, v):
-        t = k.shape[2]
-        if self.n + t > self.max_seq_len:
-            raise ValueError("cache full")
-        self.k[:, :, self.n:self.n + t] = k
-        self.v[:, :, self.n:self.n + t] = k
-        self.n += t
-        return self.k[:, :, :self.n], self.v[:, :, :self.n]
-''', message="returning the keys as values"),
-    # CausalSelfAttention
-    Answer("CausalSelfAttention", "is_causal=True with a cache: upper-left alignment", _attention('''
-    def forward(self, x, cache=None):
-        B, T, D = x.shape
-        q, k, v = self.heads(x, self.q_proj), self.heads(x, self.k_proj), self.heads(x, self.v_proj)
-        if cache is not None:
-            k, v = cache.update(k, v)
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-        return self.out_proj(y.transpose(1, 2).reshape(B, T, D))
-'''), message="upper-left causal alignment"),
-    Answer("CausalSelfAttention", "updates the cache but attends only to this call's keys", _attention('''
-    def forward(self, x, cache=None):
-        B, T, D = x.shape
-        q, k, v = self.heads(x, self.q_proj), self.heads(x, self.k_proj), self.heads(x, self.v_proj)
-        if cache is not None:
-            cache.update(k, v)
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-        return self.out_proj(y.transpose(1, 2).reshape(B, T, D))
-'''), message="attending only to this call's keys"),
-    Answer("CausalSelfAttention", "no mask when a cache is given (right only for single tokens)", _attention('''
-    def forward(self, x, cache=None):
-        B, T, D = x.shape
-        q, k, v = self.heads(x, self.q_proj), self.heads(x, self.k_proj), self.heads(x, self.v_proj)
-        if cache is not None:
-            k, v = cache.update(k, v)
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=cache is None)
-        return self.out_proj(y.transpose(1, 2).reshape(B, T, D))
-'''), message="no causal mask within a chunk"),
-    Answer("CausalSelfAttention", "mask diagonal off by one", _attention('''
-    def forward(self, x, cache=None):
-        B, T, D = x.shape
-        q, k, v = self.heads(x, self.q_proj), self.heads(x, self.k_proj), self.heads(x, self.v_proj)
-        if cache is not None:
-            k, v = cache.update(k, v)
-        n_q, n_k = q.shape[2], k.shape[2]
-        mask = torch.ones(n_q, n_k, dtype=torch.bool).tril(diagonal=n_k - n_q + 1)
-        y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
-        return self.out_proj(y.transpose(1, 2).reshape(B, T, D))
-'''), message="off by one"),
-    Answer("CausalSelfAttention", "splits the heads with view(B, H, T, Dh)", _attention('''
-    def forward(self, x, cache=None):
-        B, T, D = x.shape
-        q, k, v = (p(x).view(B, self.h, T, self.dh) for p in (self.q_proj, self.k_proj, self.v_proj))
-        if cache is not None:
-            k, v = cache.update(k, v)
-        n_q, n_k = q.shape[2], k.shape[2]
-        mask = torch.ones(n_q, n_k, dtype=torch.bool).tril(diagonal=n_k - n_q)
-        y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
-        return self.out_proj(y.reshape(B, T, D))
-'''), message="heads split in the wrong order"),
-    Answer("CausalSelfAttention", "hand-written attention without the 1/sqrt(head_dim) scale", _attention('''
-    def forward(self, x, cache=None):
-        B, T, D = x.shape
-        q, k, v = self.heads(x, self.q_proj), self.heads(x, self.k_proj), self.heads(x, self.v_proj)
-        if cache is not None:
-            k, v = cache.update(k, v)
-        n_q, n_k = q.shape[2], k.shape[2]
-        scores = q @ k.transpose(-1, -2)
-        mask = torch.ones(n_q, n_k, dtype=torch.bool).tril(diagonal=n_k - n_q)
-        y = scores.masked_fill(~mask, float("-inf")).softmax(dim=-1) @ v
-        return self.out_proj(y.transpose(1, 2).reshape(B, T, D))
-'''), message="no 1/sqrt(head_dim) scaling"),
-    Answer("CausalSelfAttention", "projections with bias", '''
-class CausalSelfAttention(nn.Module):
-    def __init__(self, d_model, num_heads):
-        super().__init__()
-        self.h, self.dh = num_heads, d_model // num_heads
-        self.q_proj = nn.Linear(d_model, d_model)
-        self.k_proj = nn.Linear(d_model, d_model)
-        self.v_proj = nn.Linear(d_model, d_model)
-        self.out_proj = nn.Linear(d_model, d_model)
-
-    def forward(self, x, cache=None):
-        B, T, D = x.shape
-        q, k, v = (p(x).view(B, T, self.h, self.dh).transpose(1, 2) for p in (self.q_proj, self.k_proj, self.v_proj))
-        if cache is not None:
-            k, v = cache.update(k, v)
-        n_q, n_k = q.shape[2], k.shape[2]
-        mask = torch.ones(n_q, n_k, dtype=torch.bool).tril(diagonal=n_k - n_q)
-        y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
-        return self.out_proj(y.transpose(1, 2).reshape(B, T, D))
-''', message="bias=False"),
-    # generate
-    Answer("generate", "returns only the new tokens", '''
-def generate(model, prompt_ids, max_new_tokens, use_cache=True):
-    ids = prompt_ids
-    with torch.no_grad():
-        for _ in range(max_new_tokens):
-            ids = torch.cat([ids, model(ids)[:, -1].argmax(dim=-1, keepdim=True)], dim=1)
-    return ids[:, prompt_ids.shape[1]:]
-''', message="returning only the new tokens"),
-    Answer("generate", "ignores use_cache: always recomputes", '''
-def generate(model, prompt_ids, max_new_tokens, use_cache=True):
-    ids = prompt_ids
-    with torch.no_grad():
-        for _ in range(max_new_tokens):
-            ids = torch.cat([ids, model(ids)[:, -1].argmax(dim=-1, keepdim=True)], dim=1)
-    return ids
-''', message="With use_cache=True, pass the caches"),
-    Answer("generate", "feeds the whole sequence into the cache at every step", '''
-def generate(model, prompt_ids, max_new_tokens, use_cache=True):
-    ids = prompt_ids
-    caches = model.make_caches(ids.shape[0], ids.shape[1] + max_new_tokens) if use_cache else None
-    with torch.no_grad():
-        for _ in range(max_new_tokens):
-            logits = model(ids, caches) if use_cache else model(ids)
-            ids = torch.cat([ids, logits[:, -1].argmax(dim=-1, keepdim=True)], dim=1)
-    return ids
-''', message="feed only the newest token"),
-    Answer("generate", "reads the logits of the first position", '''
-def generate(model, prompt_ids, max_new_tokens, use_cache=True):
-    ids = prompt_ids
-    with torch.no_grad():
-        for _ in range(max_new_tokens):
-            ids = torch.cat([ids, model(ids)[:, 0].argmax(dim=-1, keepdim=True)], dim=1)
-    return ids
-''', message="logits of the first position instead of the last"),
-    Answer("generate", "one token too many", '''
-def generate(model, prompt_ids, max_new_tokens, use_cache=True):
-    ids = prompt_ids
-    with torch.no_grad():
-        for _ in range(max_new_tokens + 1):
-            ids = torch.cat([ids, model(ids)[:, -1].argmax(dim=-1, keepdim=True)], dim=1)
-    return ids
-''', message="one token too many"),
+''', message="Allocate both buffers once in __init__"),
     Answer("generate", "with the cache, decodes from the last prompt token without a prefill", '''
 def generate(model, prompt_ids, max_new_tokens, use_cache=True):
     ids = prompt_ids
@@ -319,7 +167,6 @@ def generate(model, prompt_ids, max_new_tokens, use_cache=True):
             ids = torch.cat([ids, nxt.float()], dim=1)
     return ids
 ''', message="dtype torch.int64"),
-    # kv_cache_bytes
     Answer("kv_cache_bytes", "forgets the factor 2 for K and V", '''
 def kv_cache_bytes(num_layers, num_kv_heads, head_dim, seq_len, batch_size=1, bytes_per_element=2):
     return num_layers * num_kv_heads * head_dim * seq_len * batch_size * bytes_per_element
@@ -344,6 +191,7 @@ def kv_cache_bytes(num_layers, num_kv_heads, head_dim, seq_len, batch_size=1, by
 ]
 
 RIGHT = [
+    _cache("update returns views made with narrow()", (_RETURN, "return self.keys.narrow(2, 0, end), self.values.narrow(2, 0, end)")),
     Answer("KVCache", "torch.empty buffers, narrow() views and copy_()", '''
 class KVCache:
     def __init__(self, batch_size, num_heads, max_seq_len, head_dim, dtype=torch.float32, device=None):
@@ -405,4 +253,10 @@ def kv_cache_bytes(num_layers, num_kv_heads, head_dim, seq_len, batch_size=1, by
     per_position = math.prod((2, num_layers, num_kv_heads, head_dim, bytes_per_element))
     return per_position * seq_len * batch_size
 '''),
+]
+
+WRONG += [
+    _attn("hands the cache keys of shape (B, T, H, Dh): a raw RuntimeError, reported with the call's shapes",
+          ("k, v = cache.update(k, v)", "k, v = cache.update(k.transpose(1, 2), v.transpose(1, 2))"),
+          message="CausalSelfAttention(tensor of shape (1, 5, 16), float32, a CatCache) raised"),
 ]

@@ -1,6 +1,6 @@
 """Chapter 5 answers: repeat_kv, GroupedQueryAttention, mha_to_gqa."""
 
-from tests.bank import Answer
+from tests.bank import Answer, mutant
 
 ASSIGNMENT = "05_gqa"
 
@@ -229,6 +229,41 @@ def mha_to_gqa(mha, num_kv_heads):
         groups = [W[g * n_rep * size:(g + 1) * n_rep * size].reshape(n_rep, size, d).mean(0) for g in range(num_kv_heads)]
         state[proj] = torch.cat(groups)
     gqa.load_state_dict(state)
+    return gqa
+"""),
+]
+
+WRONG += [
+    mutant(ASSIGNMENT, "mha_to_gqa", "reuses the MHA's q_proj and out_proj modules",
+           ("gqa.q_proj.weight.copy_(mha.q_proj.weight)", "gqa.q_proj = mha.q_proj"),
+           ("gqa.out_proj.weight.copy_(mha.out_proj.weight)", "gqa.out_proj = mha.out_proj"),
+           message="is the MHA's own module"),
+    mutant(ASSIGNMENT, "mha_to_gqa", "assigns the MHA's q_proj Parameter to the new layer",
+           ("gqa.q_proj.weight.copy_(mha.q_proj.weight)", "gqa.q_proj.weight = mha.q_proj.weight"),
+           message="shares its memory"),
+    mutant(ASSIGNMENT, "GroupedQueryAttention", "no ValueError when d_model is not divisible by num_heads",
+           ("if d_model % num_heads:", "if False:"), message="is not divisible by num_heads"),
+]
+
+RIGHT += [
+    Answer("mha_to_gqa", "deep-copies the MHA layer, then replaces its K/V projections", """
+import copy
+
+
+def mha_to_gqa(mha, num_kv_heads):
+    heads, head_dim = mha.num_heads, mha.head_dim
+    if heads % num_kv_heads:
+        raise ValueError(f"{heads} query heads cannot share {num_kv_heads} KV heads equally")
+    gqa = copy.deepcopy(mha)
+    d_model = mha.q_proj.in_features
+    gqa.num_kv_heads = num_kv_heads
+    for name in ("k_proj", "v_proj"):
+        weight = getattr(mha, name).weight.detach()
+        groups = weight.reshape(num_kv_heads, heads // num_kv_heads, head_dim, d_model)
+        layer = nn.Linear(d_model, num_kv_heads * head_dim, bias=False)
+        with torch.no_grad():
+            layer.weight.copy_(groups.mean(dim=1).reshape(num_kv_heads * head_dim, d_model))
+        setattr(gqa, name, layer)
     return gqa
 """),
 ]

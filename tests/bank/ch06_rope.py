@@ -174,7 +174,8 @@ def apply_rope(x, positions, base=10000.0):
     Answer("apply_rope", "cos/sin tables indexed by position and rotate_half (Hugging Face style)", """
 def apply_rope(x, positions, base=10000.0):
     d = x.shape[-1]
-    table = torch.outer(torch.arange(int(positions.max()) + 1, dtype=torch.float32), rope_frequencies(d, base))
+    wide = torch.promote_types(x.dtype, torch.float32)
+    table = torch.outer(torch.arange(int(positions.max()) + 1, dtype=wide), rope_frequencies(d, base).to(wide))
     table = torch.cat([table, table], dim=-1)
     cos, sin = table.cos()[positions.long()], table.sin()[positions.long()]
     if positions.dim() == 2:
@@ -251,4 +252,15 @@ class LlamaAttention(nn.Module):
         out = torch.einsum("bhqk,bhkd->bhqd", weights, v[:, group])
         return self.o_proj(out.transpose(1, 2).reshape(B, T, -1))
 """),
+]
+
+WRONG += [
+    Answer("apply_rope", "angles always in float32: a float64 x loses precision at large positions", _swap(
+        _ROPE, "wide = torch.promote_types(x.dtype, torch.float32)", "wide = torch.float32"),
+        message="float32 for a float64 x"),
+    Answer("LlamaAttention", "keeps the base as self.base: no rope_base attribute", _swap(
+        _LLAMA, "self.rope_base", "self.base"), message="rope_base"),
+    Answer("LlamaAttention", "ignores rope_base: apply_rope with its default base 10000", _swap(
+        _LLAMA, "apply_rope(q, pos, self.rope_base), apply_rope(k, pos, self.rope_base)",
+        "apply_rope(q, pos), apply_rope(k, pos)")),
 ]

@@ -1,6 +1,6 @@
 """Chapter 7 answers: merge_partials, tiled_attention."""
 
-from tests.bank import Answer
+from tests.bank import Answer, mutant
 
 ASSIGNMENT = "07_flash_attention"
 
@@ -218,4 +218,15 @@ def tiled_attention(Q, K, V, block_q=64, block_k=64, causal=False):
         outs.append(o)   # already normalised
         lses.append(np.where(seen, m + np.log(np.where(seen, l, 1.0)), -np.inf))""")),
     Answer("tiled_attention", "query blocks collected in lists and concatenated, without merge_partials", _tiled()),
+]
+
+WRONG += [
+    mutant(ASSIGNMENT, "tiled_attention", "np.log(l) on every row: right values, but a divide-by-zero warning",
+           ("np.add(m, np.log(l, out=np.full_like(l, -np.inf), where=seen), out=lse[..., q0:q1], where=seen)",
+            "lse[..., q0:q1] = np.where(seen, m + np.log(l), -np.inf)"), message="tiled_attention wrote a warning"),
+]
+
+WRONG += [
+    mutant(ASSIGNMENT, "tiled_attention", "the tile's max taken before the causal mask: masked keys with huge scores "
+           "underflow the visible ones", ("tile_max = tile.max(axis=-1)", "tile_max = (q_tile @ np.swapaxes(K[..., k0:k1, :], -1, -2)).max(axis=-1)")),
 ]

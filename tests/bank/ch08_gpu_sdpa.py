@@ -1,6 +1,6 @@
 """Chapter 8 answers: attention_flops, achieved_tflops, kernel_name, time_sdpa."""
 
-from tests.bank import Answer
+from tests.bank import Answer, mutant
 
 ASSIGNMENT = "08_gpu_sdpa"
 
@@ -233,13 +233,6 @@ def kernel_name(q, k, v, backend, is_causal=False):
     inner = [key for key in keys if key.startswith("aten::_scaled_dot_product")]
     return str(inner[0])
 """),
-    Answer("time_sdpa", "a multi-line statement that forces the backend inside the timed code, timeit(50)", """
-def time_sdpa(q, k, v, backend, is_causal=False):
-    stmt = "with sdpa_kernel(backend):\\n    F.scaled_dot_product_attention(q, k, v, is_causal=is_causal)"
-    env = {"sdpa_kernel": sdpa_kernel, "backend": backend, "F": F, "q": q, "k": k, "v": v, "is_causal": is_causal}
-    measurement = benchmark.Timer(stmt, globals=env, num_threads=torch.get_num_threads()).timeit(50)
-    return measurement.median
-"""),
     Answer("time_sdpa", "one warm-up call of its own before the Timer", """
 def time_sdpa(q, k, v, backend, is_causal=False):
     with sdpa_kernel(backend):
@@ -256,5 +249,27 @@ def kernel_name(q, k, v, backend, is_causal=False):
             F.scaled_dot_product_attention(q, k, v, is_causal=is_causal)
     names = [event.name for event in prof.events()]
     return next(name for name in names if name.startswith("aten::_scaled_dot_product"))
+"""),
+]
+
+WRONG += [
+    Answer("time_sdpa", "timeit(50) instead of blocked_autorange (no warm-up, a fixed count)", """
+def time_sdpa(q, k, v, backend, is_causal=False):
+    stmt = "with sdpa_kernel(backend):\\n    F.scaled_dot_product_attention(q, k, v, is_causal=is_causal)"
+    env = {"sdpa_kernel": sdpa_kernel, "backend": backend, "F": F, "q": q, "k": k, "v": v, "is_causal": is_causal}
+    measurement = benchmark.Timer(stmt, globals=env, num_threads=torch.get_num_threads()).timeit(50)
+    return measurement.median
+""", message="blocked_autorange"),
+    mutant(ASSIGNMENT, "achieved_tflops", "floor division: flops // seconds", ("flops / seconds", "flops // seconds"),
+           message="floor division"),
+]
+
+RIGHT += [
+    Answer("time_sdpa", "a multi-line statement that forces the backend inside the timed code", """
+def time_sdpa(q, k, v, backend, is_causal=False):
+    stmt = "with sdpa_kernel(backend):\\n    F.scaled_dot_product_attention(q, k, v, is_causal=is_causal)"
+    env = {"sdpa_kernel": sdpa_kernel, "backend": backend, "F": F, "q": q, "k": k, "v": v, "is_causal": is_causal}
+    measurement = benchmark.Timer(stmt, globals=env, num_threads=torch.get_num_threads()).blocked_autorange(min_run_time=0.2)
+    return measurement.median
 """),
 ]
