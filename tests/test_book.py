@@ -30,7 +30,11 @@ def site(tmp_path_factory) -> Path:
                             "--keep-going", "--path-output", str(out)], capture_output=True, text=True)
     warnings = [line for line in build.stdout.splitlines() + build.stderr.splitlines()
                 if "WARNING:" in line or "ERROR" in line or "Traceback" in line]
-    assert build.returncode == 0, "the book build failed:\n" + "\n".join(warnings[-40:] or build.stdout.splitlines()[-40:])
+    # A page whose cell raised leaves its traceback in reports/<page>.err.log: show the end of each.
+    reports = [f"--- {log.name}:\n" + "\n".join(log.read_text().splitlines()[-25:])
+               for log in sorted((out / "_build" / "html" / "reports").rglob("*.log"))]
+    assert build.returncode == 0, "the book build failed:\n" + "\n".join(
+        warnings[-40:] or build.stdout.splitlines()[-40:]) + "\n" + "\n".join(reports)
     return out / "_build" / "html"
 
 
