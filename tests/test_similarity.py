@@ -11,7 +11,7 @@ import nbformat
 import pytest
 
 from autograder.__main__ import main
-from autograder.records import Options, Task, Template
+from autograder.records import CellResult, Job, Options, Result, Task, Template
 from autograder.report import render_report
 from autograder.similarity import (DEFAULT_THRESHOLD, Similarity, assignment_pairs, class_similarity, similar_pairs,
                                    write_similarity)
@@ -163,12 +163,10 @@ def test_similarity_reaches_the_instructor_never_the_feedback(tmp_path: Path, mo
         def close(self) -> None: ...
 
     class Pool:  # every submission "graded" at once, with a feedback page of its own
-        def run(self, jobs: list[dict], timeout: float, done) -> None:
+        def run(self, jobs: list[Job], timeout: float, done) -> None:
             for index, job in enumerate(jobs):
-                done(index, {"status": "graded", "reason": "",
-                             "feedback": {f"{CH1.notebook}.html": "<p>your grade</p>"},
-                             "cells": [{"notebook": CH1.notebook, "grade_id": "test_dot", "points": 1.0,
-                                        "passed": True, "message": ""}]})
+                done(index, Result("graded", "", (CellResult(CH1.notebook, "test_dot", 1.0, 1.0, True, ""),),
+                                   feedback={f"{CH1.notebook}.html": "<p>your grade</p>"}))
 
     monkeypatch.setattr(gradebook, "ClassGradebook", Gradebook)
     templates = {CH1.slug: _template(tmp_path / "template")}
