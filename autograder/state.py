@@ -35,3 +35,10 @@ def save_state(out: OutputFolder, task: Task, result: Result) -> None:
     scratch = path.with_suffix(".tmp")
     scratch.write_text(json.dumps({"key": task.key, "result": result.to_dict(stored=True)}))
     scratch.replace(path)
+
+
+def stored_results(out: OutputFolder, assignment: str) -> dict[str, Result]:
+    """Every stored result of ``assignment`` in ``out``, by student, whatever its key (what a benchmark or a
+    test reads back after a run)."""
+    return {path.parent.name: Result.from_dict(json.loads(path.read_text())["result"])
+            for path in sorted(out.states.glob(f"*/{assignment}.json"))}

@@ -45,7 +45,7 @@ def test_an_output_folder_inside_the_course_sources_is_refused(capsys, submissio
     assert main(["grade", str(submissions), "--out", str(ROOT / inside)]) == 2
     line = _error_line(capsys)
     assert line.startswith(f"error: --out {ROOT / inside} is inside {inside.split('/')[0]}/"), line
-    assert not (ROOT / inside / "grades.csv").exists()
+    assert not OutputFolder(ROOT / inside).grades.exists()
 
 
 def test_an_output_folder_inside_source_or_submissions_is_refused(capsys, submissions: Path, tmp_path) -> None:
@@ -172,10 +172,11 @@ def test_release_copies_only_the_assignments_own_files(tmp_path: Path) -> None:
     source = tmp_path / "course" / "source"
     shutil.copytree(FIXTURE_SOURCE / "toy", source / "toy")
     (source / "toy" / "data.csv").write_text("x\n1\n")  # the assignment's own file: released
-    for junk in ("gradebook.db", "grades.csv", "report.html", "similarity.csv", ".state/ada/toy.json",
-                 "feedback/ada/toy/toy.html"):
-        (source / "toy" / junk).parent.mkdir(parents=True, exist_ok=True)
-        (source / "toy" / junk).write_text("a grading run's output")
+    run = OutputFolder(source / "toy")  # a grading run's output, written into the assignment's folder
+    for junk in (run.gradebook, run.grades, run.report, run.similarity, run.state("ada", "toy"),
+                 run.feedback("ada", "toy") / "toy.html"):
+        junk.parent.mkdir(parents=True, exist_ok=True)
+        junk.write_text("a grading run's output")
     template = Template("toy", "key", tmp_path / "template", (), ())
     assert generate(GenerateJob(template, str(tmp_path / "course"), "source")).status == "done"
     released = template.released
