@@ -14,7 +14,7 @@ from pathlib import Path
 from autograder import NBGRADER_CONFIG
 from autograder.digests import hash_folder
 from autograder.pool import Pool
-from autograder.records import GenerateJob, Template
+from autograder.records import GenerateJob, Result, Template
 from course import ROOT
 from course.chapters import REGISTRY, chapters, read_registry
 
@@ -76,13 +76,13 @@ def prepare_templates(source: Path, cache: Path, pool: Pool, only: set[str] | No
         jobs.append(GenerateJob(replace(templates[assignment], folder=partial), str(source.parent), source.name))
     failures = []
 
-    def done(index: int, result: dict) -> None:
+    def done(index: int, result: Result) -> None:
         partial = jobs[index].template.folder
-        if result["status"] == "done":
+        if result.status == "done":
             partial.rename(templates[missing[index]].folder)
         else:
             shutil.rmtree(partial, ignore_errors=True)
-            failures.append(result["reason"])
+            failures.append(result.reason)
 
     pool.run(jobs, 600, done)
     if failures:

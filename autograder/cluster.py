@@ -31,7 +31,7 @@ from pathlib import Path
 from autograder.cluster_worker import (EnvironmentMismatch, check_worker, differences, fingerprint, grade_remote,
                                        pack_template, template_archive)
 from autograder.pool import WorkerStartError
-from autograder.records import Job
+from autograder.records import Job, Result
 from autograder.sandbox import describe_isolation
 
 CONNECT_TIMEOUT = 10
@@ -102,7 +102,7 @@ class ClusterPool:
         threads = sum(w.get("nthreads", 1) for w in workers.values())
         return f"on the Dask cluster at {self.address}: {len(workers)} workers, {threads} threads"
 
-    def run(self, jobs: list[Job], timeout: float, on_result: Callable[[int, dict], None]) -> None:
+    def run(self, jobs: list[Job], timeout: float, on_result: Callable[[int, Result], None]) -> None:
         """Grade every job (`autograder.grade`'s: notebooks by path, the template folder, limits) on the
         cluster; calls ``on_result(index, result)`` here as each one finishes, its feedback pages in the
         result as a local run returns them. Interrupted (Ctrl-C, SIGTERM): cancels what is left."""
@@ -126,8 +126,7 @@ class ClusterPool:
                 futures[future] = index
             for future in as_completed(list(futures), loop=self.client.loop):
                 index = futures.pop(future)
-                result = _outcome(future)
-                warning = result.pop("warning", "")
+                result, warning = _outcome(future)
                 if warning and warning not in warned:
                     warned.add(warning)
                     print(f"warning: {warning}", file=sys.stderr)
@@ -140,21 +139,20 @@ class ClusterPool:
         self.client.close()
 
 
-def _outcome(future) -> dict:
-    """The result of a finished future; a failure of the cluster is reported with ``transient`` set (not
-    stored: the next run grades it again), and a line for the instructor in ``warning``."""
+def _outcome(future) -> tuple[Result, str]:
+    """The result of a finished future, and a line for the instructor ('' when none); a failure of the cluster
+    is reported with ``transient`` set (not stored: the next run grades it again)."""
     from distributed import KilledWorker
 
     try:
         result = future.result()
     except KilledWorker:
-        return {"status": "failed", "cells": [], "transient": True,
-                "reason": "the Dask workers grading it died each time it was tried (a worker lost, or a "
-                          "notebook that brings its worker down); a new run tries it again"}
+        return Result("failed", "the Dask workers grading it died each time it was tried (a worker lost, or a "
+                                "notebook that brings its worker down); a new run tries it again", transient=True), ""
     except EnvironmentMismatch as error:
         line = f"a Dask worker that joined during the run differs from this client: {error}"
-        return {"status": "failed", "cells": [], "transient": True, "reason": line, "warning": line}
+        return Result("failed", line, transient=True), line
     except Exception as error:  # noqa: BLE001 - any failure of the cluster is one job's reason
-        return {"status": "failed", "cells": [], "transient": True,
-                "reason": f"the cluster could not grade it ({type(error).__name__}: {error})"}
-    return result
+        return Result("failed", f"the cluster could not grade it ({type(error).__name__}: {error})",
+                      transient=True), ""
+    return result, ""

@@ -27,7 +27,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from autograder.digests import hash_folder
-from autograder.records import Job
+from autograder.records import Job, Result
 from course import ROOT
 
 PACKAGES = ("nbgrader", "torch", "numpy", "distributed")
@@ -155,9 +155,9 @@ def _slot() -> _Slot:
 
 
 def grade_remote(job: Job, notebooks: dict[str, bytes | None], timeout: float, client: dict[str, str],
-                 template: bytes) -> dict:
+                 template: bytes) -> Result:
     """Grade one submission from bytes as a local run does (`autograder.worker.grade_submission`, in this
-    thread's worker process); returns its result, with the feedback pages (file name -> HTML) in ``feedback``.
+    thread's worker process); returns its `Result`, with the feedback pages (file name -> HTML) in ``feedback``.
 
     ``job``: the client's `autograder.records.Job` (its paths are the client's; the files come as bytes):
     ``notebooks`` (name -> notebook bytes or None); ``timeout``: seconds for the whole job; ``client``: the
@@ -179,7 +179,7 @@ def grade_remote(job: Job, notebooks: dict[str, bytes | None], timeout: float, c
                 path.parent.mkdir(parents=True, exist_ok=True)
                 path.write_bytes(data)
                 paths[name] = str(path)
-        results: list[dict] = []
+        results: list[Result] = []
         slot.pool.run([job.moved(paths, folder, slot.scratch)], timeout, lambda index, result: results.append(result))
         return results[0]
     finally:

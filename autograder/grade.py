@@ -10,10 +10,11 @@
    template and the grading settings (`autograder.tasks`). A task whose key matches a stored result in
    ``DIR/.state`` (`autograder.state`) is not graded again (unless ``--force``), so re-running is
    idempotent and an interrupted run resumes; a result that is not the student's own failure (a
-   killed worker) is never stored.
+   killed worker) is never stored. Every path under DIR comes from `autograder.layout.OutputFolder`.
 4. ``--jobs`` worker processes (`autograder.pool`), or a Dask cluster's (`autograder.cluster`), grade
    the others: each task becomes a `autograder.records.Job`, graded by
-   `autograder.worker.grade_submission` in a kernel of its own sandbox.
+   `autograder.worker.grade_submission` in a kernel of its own sandbox, which returns a
+   `autograder.records.Result`.
 5. This process writes each result's feedback, merges every result into the class gradebook
    (``--db``, any SQLAlchemy URL), then writes ``grades.csv``, ``similarity.csv``
    (`autograder.similarity`, for the instructor only) and ``report.html``. The exit status is
@@ -28,11 +29,13 @@ import signal
 import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 
 from autograder.assignments import course_notebooks, prepare_templates
 from autograder.pool import Pool, WorkerStartError
-from autograder.records import Job, Options, Task, Template
+from autograder.layout import OutputFolder
+from autograder.records import Job, Options, Result, Task, Template
 from autograder.nbgrader_course import nbgrader_environment
 from autograder.csv_files import write_grades
 from autograder.progress import Progress
@@ -53,13 +56,13 @@ def isolation_line(isolate: bool) -> str:
 def grade(options: Options) -> int:
     """Grade every submission; returns the exit status: 0 when everything handed in was graded, 1 when some of
     it could not be (the reasons are in grades.csv), 2 when SUBMISSIONS cannot be read or nothing was graded."""
-    out = options.out
-    out.mkdir(parents=True, exist_ok=True)
+    out = OutputFolder(options.out)
+    out.root.mkdir(parents=True, exist_ok=True)
     os.environ["PATH"] = nbgrader_environment()["PATH"]
     # A terminated run stops its workers and kernels on the way out; what finished is kept for the next run.
     signal.signal(signal.SIGTERM, _terminate)
     scratch = Path(tempfile.mkdtemp(prefix="autograder-"))
-    pool = Pool(options.jobs, out / ".logs")
+    pool = Pool(options.jobs, out.logs)
     cluster = None
     try:
         found, said = find(options.submissions, course_notebooks(options.source), scratch / "submissions",
@@ -78,7 +81,7 @@ def grade(options: Options) -> int:
             cluster = ClusterPool(options.scheduler, options.isolate)
         with ThreadPoolExecutor(1) as background:
             isolation_check = None if cluster else background.submit(isolation_line, options.isolate)
-            templates = prepare_templates(options.source, out / ".cache", pool, _handed_in(found, options))
+            templates = prepare_templates(options.source, out.cache, pool, _handed_in(found, options))
             isolation = cluster.isolation if cluster else isolation_check.result()
         tasks = make_tasks(found, templates, options.grading_key)
         where = cluster.describe() if cluster else f"with {options.jobs} jobs"
@@ -108,17 +111,13 @@ def _handed_in(found: dict, options: Options) -> set[str] | None:
     return (given & course) or set(options.assignments) or None
 
 
-def _write_feedback(folder: Path, result: dict) -> dict:
-    """Write the result's feedback pages into ``folder`` (or remove it when not graded); the result without them."""
-    if "feedback" not in result:
-        return result
-    shutil.rmtree(folder, ignore_errors=True)
-    pages = result.pop("feedback") or {}
-    if result["status"] == "graded":
+def _write_feedback(folder: Path, result: Result) -> None:
+    """Write a graded result's feedback pages into ``folder``, in place of what it held."""
+    if result.graded:
+        shutil.rmtree(folder, ignore_errors=True)
         folder.mkdir(parents=True)
-        for name, html in pages.items():
+        for name, html in result.feedback.items():
             (folder / Path(name).name).write_text(html)
-    return result
 
 
 def _grade_tasks(options: Options, tasks: list[Task], templates: dict[str, Template], pool,
@@ -126,29 +125,29 @@ def _grade_tasks(options: Options, tasks: list[Task], templates: dict[str, Templ
     from autograder.gradebook import ClassGradebook
     from autograder.report import write_report
 
-    out = options.out
-    gradebook = ClassGradebook(options.db_url or f"sqlite:///{out / 'gradebook.db'}", templates)
+    out = OutputFolder(options.out)
+    gradebook = ClassGradebook(options.db_url or out.gradebook_url, templates)
     progress = Progress(tasks, options.progress)
-    outcomes: dict[tuple[str, str], dict] = {}
+    outcomes: dict[tuple[str, str], Result] = {}
 
-    def finish(task: Task, result: dict, fresh: bool) -> None:
+    def finish(task: Task, result: Result, fresh: bool) -> None:
         if fresh:
-            result = _write_feedback(out / "feedback" / task.student / task.assignment, result)
+            _write_feedback(out.feedback(task.student, task.assignment), result)
         if task.note:
-            result = {**result, "reason": "; ".join(r for r in (task.note, result.get("reason", "")) if r)}
-        if fresh and task.key and not result.pop("transient", False):
+            result = replace(result, reason="; ".join(r for r in (task.note, result.reason) if r))
+        if fresh and task.key and not result.transient:
             save_state(out, task, result)
-        if result["status"] != "graded" and valid_student_id(task.student):  # an invalid id names no folder
-            shutil.rmtree(out / "feedback" / task.student / task.assignment, ignore_errors=True)
+        if not result.graded and valid_student_id(task.student):  # an invalid id names no folder
+            shutil.rmtree(out.feedback(task.student, task.assignment), ignore_errors=True)
         outcomes[(task.student, task.assignment)] = result
         if valid_student_id(task.student):  # nbgrader's gradebook holds valid ids only
             gradebook.record(task, result)
-        progress.update(task, result["status"] == "graded")
+        progress.update(task, result.graded)
 
     to_grade, reused = [], 0
     for task in tasks:
         if task.problem:
-            finish(task, {"status": "failed", "reason": task.problem, "cells": []}, fresh=False)
+            finish(task, Result("failed", task.problem), fresh=False)
         elif not options.force and (stored := load_state(out, task)) is not None:
             finish(task, stored, fresh=False)
             reused += 1
@@ -164,19 +163,17 @@ def _grade_tasks(options: Options, tasks: list[Task], templates: dict[str, Templ
         result = outcomes[(task.student, task.assignment)]
         template = templates.get(task.assignment)
         rows.append({"student_id": task.student, "assignment": task.assignment,
-                     "score": sum(c["points"] for c in result.get("cells", [])),
-                     "max_score": template.max_score if template else 0.0,
-                     "reason": result.get("reason", "") if result["status"] == "graded"
-                     else f"not graded: {result['reason']}", "result": result,
+                     "score": result.score, "max_score": template.max_score if template else 0.0,
+                     "reason": result.reason if result.graded else f"not graded: {result.reason}", "result": result,
                      "lms_user_id": task.lms_user_id, "late": task.late})
-    write_grades(out / "grades.csv", rows)
+    write_grades(out.grades, rows)
     similarity = class_similarity(tasks, templates, options.similarity_threshold)
-    write_similarity(out / "similarity.csv", similarity)
-    write_report(out / "report.html", rows, templates, similarity)
-    graded = sum(r["result"]["status"] == "graded" for r in rows)
-    failed = sum(r["result"]["status"] != "graded" and not task.missing for r, task in zip(rows, tasks))
+    write_similarity(out.similarity, similarity)
+    write_report(out.report, rows, templates, similarity)
+    graded = sum(r["result"].graded for r in rows)
+    failed = sum(not r["result"].graded and not task.missing for r, task in zip(rows, tasks))
     print(f"graded {graded} of {len(rows)} submissions ({len(to_grade)} run now, {reused} kept from an earlier "
-          f"run); wrote {out / 'grades.csv'}, {out / 'feedback'}, {out / 'report.html'}", file=sys.stderr)
+          f"run); wrote {out.grades}, {out.all_feedback}, {out.report}", file=sys.stderr)
     if failed:
         print(f"{failed} submissions could not be graded: grades.csv says why", file=sys.stderr)
     return 2 if not graded else 1 if failed else 0

@@ -6,7 +6,7 @@ import warnings
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from autograder.records import Task, Template
+    from autograder.records import Result, Task, Template
 
 
 class ClassGradebook:
@@ -45,14 +45,14 @@ class ClassGradebook:
                                                     locked=cell.locked, source=cell.source, checksum=cell.checksum)
         self.ready.add(template.assignment)
 
-    def record(self, task: Task, result: dict) -> None:
+    def record(self, task: Task, result: Result) -> None:
         """Store one student's auto scores for one assignment (zeros when it could not be graded)."""
         with warnings.catch_warnings():
             # nbgrader's own update_or_create_submission trips SQLAlchemy's autoflush warnings.
             warnings.simplefilter("ignore")
             self._record(task, result)
 
-    def _record(self, task: Task, result: dict) -> None:
+    def _record(self, task: Task, result: Result) -> None:
         template = self.templates.get(task.assignment)
         if template is None:
             return
@@ -60,7 +60,7 @@ class ClassGradebook:
         gb = self.gradebook
         gb.update_or_create_student(task.student)
         gb.update_or_create_submission(task.assignment, task.student)
-        scores = {(c["notebook"], c["grade_id"]): c["points"] for c in result.get("cells", [])}
+        scores = {(c.notebook, c.grade_id): c.points for c in result.cells}
         for name, grade_id, _ in template.cells:
             grade = gb.find_grade(grade_id, name, task.assignment, task.student)
             grade.auto_score = scores.get((name, grade_id), 0.0)

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from autograder.csv_files import from_spreadsheet_safe
+from autograder.layout import OutputFolder
 from autograder.lms_table import ExportError, Table, format_number, parse_number
 
 NOT_GRADED = "not graded:"
@@ -60,7 +61,7 @@ class Grades:
 def read_grades(out: Path) -> Grades:
     """Read ``out/grades.csv`` as `python -m autograder grade` writes it (``lms_user_id`` and ``late`` are
     optional, so a folder graded by an earlier version still exports by student id)."""
-    path = out / "grades.csv"
+    path = OutputFolder(out).grades
     try:
         with open(path, newline="", encoding="utf-8") as handle:
             rows = [{key: from_spreadsheet_safe(value or "") for key, value in row.items()}

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from autograder.guards import kill_group
 from autograder.nbgrader_course import nbgrader_environment
-from autograder.records import GenerateJob, Job
+from autograder.records import GenerateJob, Job, Result
 from course import ROOT
 
 START_TIMEOUT = 120
@@ -76,7 +76,7 @@ class Worker:
         except OSError:
             return "(no log)"
 
-    def run(self, job: Job | GenerateJob, timeout: float) -> dict:
+    def run(self, job: Job | GenerateJob, timeout: float) -> Result:
         """Send a job; its result, or a failure when the worker died or took longer than ``timeout``."""
         self.start()
         try:
@@ -86,13 +86,12 @@ class Worker:
         except OSError:
             line = b""
         if line:
-            return json.loads(line)
+            return Result.from_json(line)
         self.stop()
         if line is None:
-            return {"status": "failed", "reason": f"grading took longer than {timeout:.0f} s and was stopped",
-                    "cells": []}
-        return {"status": "failed", "cells": [], "transient": True,
-                "reason": "the grading process was killed while grading it (it is graded again on the next run)"}
+            return Result("failed", f"grading took longer than {timeout:.0f} s and was stopped")
+        return Result("failed", "the grading process was killed while grading it (it is graded again on the next run)",
+                      transient=True)
 
     def _read_line(self, deadline: float) -> bytes | None:
         """The worker's next line; b"" when it closed its output (it died), None when ``deadline`` passed."""
@@ -126,7 +125,8 @@ class Pool:
         self.workers = [Worker(i, env, logs / f"worker-{i}.log", python) for i in range(jobs)]
         self.closing = threading.Event()
 
-    def run(self, jobs: list[Job] | list[GenerateJob], timeout: float, on_result: Callable[[int, dict], None]) -> None:
+    def run(self, jobs: list[Job] | list[GenerateJob], timeout: float,
+            on_result: Callable[[int, Result], None]) -> None:
         """Run every job; calls ``on_result(index, result)`` in this thread as each one finishes.
 
         Raises `WorkerStartError` (after stopping the other workers) when a worker cannot start.
@@ -134,7 +134,7 @@ class Pool:
         pending: queue.Queue[int] = queue.Queue()
         for index in range(len(jobs)):
             pending.put(index)
-        results: queue.Queue[tuple[int, dict] | BaseException] = queue.Queue()
+        results: queue.Queue[tuple[int, Result] | BaseException] = queue.Queue()
 
         def serve(worker: Worker) -> None:
             try:

@@ -1,13 +1,17 @@
-"""The records the grader passes around: options, assignment templates, tasks and the jobs sent to workers.
+"""The records the grader passes around: options, assignment templates, tasks, the jobs sent to workers and
+the results they send back.
 
 They live here, apart from the modules that make and use them (`autograder.grade`,
-`autograder.assignments`, `autograder.gradebook`), so that no two of those import each other.
+`autograder.assignments`, `autograder.gradebook`), so that no two of those import each other. A `Job`
+and a `Result` are each written to JSON and read back in one place: `Job.to_json` and `read_job`,
+`Result.to_dict` and `Result.from_dict`.
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field, replace
+from typing import Any
 from pathlib import Path
 
 from autograder.limits import Limits
@@ -132,3 +136,60 @@ def read_job(line: str) -> Job | GenerateJob:
     if fields.pop("kind") == "generate":
         return GenerateJob(**fields)
     return Job(**{**fields, "limits": Limits(**fields["limits"])})
+
+
+@dataclass(frozen=True)
+class CellResult:
+    """One graded test cell of a submission: its points of ``max_points``, and what its output said."""
+
+    notebook: str  # the notebook's name, without .ipynb
+    grade_id: str
+    points: float
+    max_points: float
+    passed: bool  # points >= max_points
+    message: str  # the failure's message ('' when it passed), as `autograder.feedback.cell_message` reads it
+
+
+@dataclass(frozen=True)
+class Result:
+    """What grading one job gave: a submission ``graded`` (its cells, timings and feedback pages) or
+    ``failed`` (``reason`` says why), or a template generated (``done``). ``transient``: the grader's own
+    failure (a killed worker, a lost cluster worker), not the student's: never stored, graded again on
+    the next run."""
+
+    status: str  # "graded" | "failed" | "done"
+    reason: str = ""  # why it failed; for a graded submission, the notes ('' when none)
+    cells: tuple[CellResult, ...] = ()  # one per graded test cell, in notebook order
+    timings: dict[str, float] = field(default_factory=dict)  # phase -> seconds (`autograder.worker`)
+    feedback: dict[str, str] = field(default_factory=dict)  # feedback page's file name -> its HTML
+    transient: bool = False
+
+    @property
+    def graded(self) -> bool:
+        return self.status == "graded"
+
+    @property
+    def score(self) -> float:
+        return sum(cell.points for cell in self.cells)
+
+    def to_dict(self, stored: bool = False) -> dict[str, Any]:
+        """The result as JSON data: a line of the workers' protocol, or (``stored``) the result kept under
+        ``DIR/.state``, without the feedback pages (they are in ``DIR/feedback``) and ``transient`` (such a
+        result is never stored)."""
+        given = {"status": self.status, "reason": self.reason, "cells": [asdict(cell) for cell in self.cells],
+                 "timings": self.timings}
+        return given if stored else {**given, "feedback": self.feedback, "transient": self.transient}
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict())
+
+    @classmethod
+    def from_dict(cls, given: dict[str, Any]) -> Result:
+        """The result `to_dict` wrote (or a result stored before ``timings`` was always written)."""
+        return cls(given["status"], given.get("reason", ""),
+                   tuple(CellResult(**cell) for cell in given.get("cells", [])), given.get("timings") or {},
+                   given.get("feedback") or {}, bool(given.get("transient", False)))
+
+    @classmethod
+    def from_json(cls, line: str | bytes) -> Result:
+        return cls.from_dict(json.loads(line))

@@ -17,6 +17,7 @@ from collections import Counter
 from datetime import datetime, timezone
 from pathlib import Path
 
+from autograder.records import CellResult
 from autograder.similarity import Similarity
 
 SHOWN_PAIRS = 50  # pairs shown side by side in the report; similarity.csv lists them all
@@ -60,8 +61,8 @@ def _distribution(rows: list[dict], assignments: list[str], templates: dict) -> 
                                 layout="constrained")
     for axis, assignment in zip(axes[0], assignments):
         mine = [r for r in rows if r["assignment"] == assignment]
-        graded = [r["score"] for r in mine if r["result"]["status"] == "graded"]
-        not_graded = [r["score"] for r in mine if r["result"]["status"] != "graded"]
+        graded = [r["score"] for r in mine if r["result"].graded]
+        not_graded = [r["score"] for r in mine if not r["result"].graded]
         top = templates[assignment].max_score
         axis.hist([graded, not_graded], bins=[x - 0.5 for x in range(int(top) + 2)], stacked=True,
                   color=["#4c72b0", "#bbbbbb"], edgecolor="white", label=["graded", "not graded"])
@@ -78,13 +79,13 @@ def _pass_rates(rows: list[dict], assignment: str, template) -> tuple[str, list[
     """The pass-rate figure, and per test (grade_id, passed, graded, not attempted)."""
     import matplotlib.pyplot as plt
 
-    graded = [r["result"] for r in rows if r["assignment"] == assignment and r["result"]["status"] == "graded"]
+    graded = [r["result"] for r in rows if r["assignment"] == assignment and r["result"].graded]
     rates = []
     for notebook, grade_id, _ in template.cells:
-        outcomes = [c["passed"] for result in graded for c in result["cells"]
-                    if c["grade_id"] == grade_id and c["notebook"] == notebook]
-        skipped = sum(not_attempted(c) for result in graded for c in result["cells"]
-                      if c["grade_id"] == grade_id and c["notebook"] == notebook and not c["passed"])
+        outcomes = [c.passed for result in graded for c in result.cells
+                    if c.grade_id == grade_id and c.notebook == notebook]
+        skipped = sum(not_attempted(c) for result in graded for c in result.cells
+                      if c.grade_id == grade_id and c.notebook == notebook and not c.passed)
         rates.append((grade_id, sum(outcomes), len(outcomes), skipped))
     figure, axis = plt.subplots(figsize=(7, 0.3 * len(rates) + 1), layout="constrained")
     names = [name for name, _, _, _ in rates][::-1]
@@ -99,7 +100,7 @@ def _pass_rates(rows: list[dict], assignment: str, template) -> tuple[str, list[
 def _assignment_rows(rows: list[dict], assignments: list[str], templates: dict) -> list[dict]:
     summaries = []
     for assignment in assignments:
-        scores = sorted(r["score"] for r in rows if r["assignment"] == assignment and r["result"]["status"] == "graded")
+        scores = sorted(r["score"] for r in rows if r["assignment"] == assignment and r["result"].graded)
         figure, rates = _pass_rates(rows, assignment, templates[assignment])
         summaries.append({"name": assignment, "graded": len(scores), "mean": sum(scores) / len(scores) if scores else 0.0,
                           "median": scores[len(scores) // 2] if scores else 0.0,
@@ -107,9 +108,9 @@ def _assignment_rows(rows: list[dict], assignments: list[str], templates: dict) 
     return summaries
 
 
-def not_attempted(cell: dict) -> bool:
+def not_attempted(cell: CellResult) -> bool:
     """Whether a failed cell failed only because the solution cell was left as released."""
-    return failure_summary(cell["message"]).startswith(NOT_ATTEMPTED)
+    return failure_summary(cell.message).startswith(NOT_ATTEMPTED)
 
 
 def failures(rows: list[dict], top: int = 20) -> list[tuple[tuple[str, str, str], int]]:
@@ -117,9 +118,9 @@ def failures(rows: list[dict], top: int = 20) -> list[tuple[tuple[str, str, str]
     only (what was not attempted is counted per test in the pass-rate table), ties in a stable order."""
     counts: Counter[tuple[str, str, str]] = Counter()
     for row in rows:
-        for cell in row["result"].get("cells", []):
-            if not cell["passed"] and not not_attempted(cell):
-                counts[(row["assignment"], cell["grade_id"], failure_summary(cell["message"]))] += 1
+        for cell in row["result"].cells:
+            if not cell.passed and not not_attempted(cell):
+                counts[(row["assignment"], cell.grade_id, failure_summary(cell.message))] += 1
     return sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:top]
 
 
@@ -130,11 +131,11 @@ def student_table(rows: list[dict], assignments: list[str]) -> list[dict]:
     for row in sorted(rows, key=lambda r: (r["student_id"], r["assignment"])):
         entry = table.setdefault(row["student_id"], {"id": row["student_id"], "assignments": {}})
         result = row["result"]
-        if result["status"] != "graded":
+        if not result.graded:
             failed = row["reason"]
         else:
-            failed = ", ".join(f"{c['grade_id']}{' (not attempted)' if not_attempted(c) else ''}"
-                               for c in result.get("cells", []) if not c["passed"])
+            failed = ", ".join(f"{c.grade_id}{' (not attempted)' if not_attempted(c) else ''}"
+                               for c in result.cells if not c.passed)
         entry["assignments"][row["assignment"]] = {"score": row["score"], "max_score": row["max_score"],
                                                    "failed": failed}
     return list(table.values())
@@ -150,7 +151,7 @@ def render_report(rows: list[dict], templates: dict, similarity: Similarity | No
     environment = Environment(loader=PackageLoader("autograder", "templates"), autoescape=select_autoescape(["html"]))
     return environment.get_template("report.html").render(
         students=len({r["student_id"] for r in rows}), submissions=len(rows),
-        failed=[r for r in rows if r["result"]["status"] != "graded"],
+        failed=[r for r in rows if not r["result"].graded],
         generated=f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M}",
         distribution=_distribution(rows, assignments, templates) if assignments else "",
         assignments=_assignment_rows(rows, assignments, templates), failures=failures(rows),

@@ -2,10 +2,10 @@
 
 `grade_submission(job, notebooks)` is the one entry point that grades a job (`autograder.records.Job`:
 the assignment's template folder, the limits, the modules to preload); it takes the notebooks' bytes
-and returns the result (scores, reasons, timings and the feedback HTML), writing nothing outside its
-own temporary folder. It runs only in a worker process of `autograder.pool`: the local run's workers,
-or on a cluster the single worker of each Dask worker thread (`autograder.cluster_worker`), so that a
-hostile notebook takes down no more than its own worker.
+and returns an `autograder.records.Result` (scores, reasons, timings and the feedback HTML), writing
+nothing outside its own temporary folder. It runs only in a worker process of `autograder.pool`: the
+local run's workers, or on a cluster the single worker of each Dask worker thread
+(`autograder.cluster_worker`), so that a hostile notebook takes down no more than its own worker.
 
 For each job it builds a throw-away nbgrader course: the assignment's released files as the source,
 the submission as ``submitted/student/<assignment>/`` and a copy of the template gradebook (made by
@@ -16,7 +16,8 @@ while the notebook runs); the scores are read back from the gradebook, hidden
 test code is removed, outputs shortened and nbgrader's GenerateFeedback writes the HTML.
 
 `autograder.pool` starts ``python -m autograder.worker`` processes: each says it is ready once
-nbgrader is imported, then reads one job per line (JSON) on stdin and answers one result per line.
+nbgrader is imported, then reads one job per line (JSON, `autograder.records.Job.to_json`) on stdin and
+answers one result per line (`autograder.records.Result.to_json`).
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ from autograder.guards import DiskQuota, die_with_parent, kill_group, watch_pare
 from autograder.nbgrader_course import (course_config, generate_assignment, run_converter,  # noqa: E402
                                          use_inprocess_alembic)  # noqa: E402
 from autograder.limits import WORKER_HEADROOM  # noqa: E402
-from autograder.records import GenerateJob, Job, read_job  # noqa: E402
+from autograder.records import CellResult, GenerateJob, Job, Result, read_job  # noqa: E402
 from autograder.safe_html import with_csp  # noqa: E402
 from autograder.sandbox import KERNEL_NAME, kernel_argv, prepare_home, write_kernelspec  # noqa: E402
 
@@ -75,16 +76,16 @@ def grading_config(course: Path, db_url: str, cell_timeout: int, home: Path):
     return config
 
 
-def generate(job: GenerateJob) -> dict:
+def generate(job: GenerateJob) -> Result:
     """The template of one assignment in ``job.template.folder``: its released files and its gradebook."""
     template = job.template
     template.folder.mkdir(parents=True, exist_ok=True)
     error_log = generate_assignment(template.assignment, Path(job.root), job.source_directory,
                                     template.released.parent, f"sqlite:///{template.gradebook}")
     if error_log:
-        return {"status": "failed", "reason": f"nbgrader generate_assignment {template.assignment} failed: "
-                                              f"{_failure_reason(error_log)}"}
-    return {"status": "done"}
+        return Result("failed", f"nbgrader generate_assignment {template.assignment} failed: "
+                                f"{_failure_reason(error_log)}")
+    return Result("done")
 
 
 def _failure_reason(log_text: str) -> str:
@@ -105,8 +106,8 @@ def _failure_reason(log_text: str) -> str:
     return shorten(lines[-1] if lines else "nbgrader could not grade the notebook", MESSAGE_LIMIT)
 
 
-def _read_scores(db_url: str, assignment: str, notebooks: list[str], course: Path) -> list[dict]:
-    """Per graded cell: notebook, grade_id, points, max_points, passed, message."""
+def _read_scores(db_url: str, assignment: str, notebooks: list[str], course: Path) -> tuple[CellResult, ...]:
+    """Each graded cell's result, in notebook order."""
     from nbgrader.api import Gradebook
 
     cells = []
@@ -121,10 +122,9 @@ def _read_scores(db_url: str, assignment: str, notebooks: list[str], course: Pat
                 points = float(grade.score or 0.0)
                 cell = by_id.get(grade.name)
                 message = "this test cell is missing from the submitted notebook" if cell is None else cell_message(cell)
-                cells.append({"notebook": name, "grade_id": grade.name, "points": points,
-                              "max_points": float(grade.max_score), "passed": points >= float(grade.max_score),
-                              "message": message})
-    return cells
+                cells.append(CellResult(name, grade.name, points, float(grade.max_score),
+                                        points >= float(grade.max_score), message))
+    return tuple(cells)
 
 
 def _record_launches() -> None:
@@ -166,14 +166,13 @@ def _write_submission(notebooks: dict[str, bytes | None], submitted: Path, token
     return problems
 
 
-def grade_submission(job: Job, notebooks: dict[str, bytes | None]) -> dict:
+def grade_submission(job: Job, notebooks: dict[str, bytes | None]) -> Result:
     """Grade one student's submission of one assignment in a sandboxed kernel.
 
     ``notebooks`` maps each notebook name of the assignment to its submitted bytes (None: not handed in);
     ``job`` names the assignment's template folder (``gradebook.db`` and ``release/<assignment>/``), the
     limits, the modules to preload and whether to sandbox the kernel (``isolate`` False: resource limits
-    only). Returns ``{"status": "graded" | "failed", "reason": str, "cells": [{notebook, grade_id, points,
-    max_points, passed, message}], "timings": {phase: seconds}, "feedback": {html file name: html}}``.
+    only). Returns the `Result`: ``graded`` (its cells, timings and feedback pages) or ``failed``.
     Not thread-safe (it sets JUPYTER_PATH for nbgrader): one job at a time per process.
     """
     workdir = Path(tempfile.mkdtemp(prefix="job-", dir=job.scratch or None))
@@ -183,7 +182,7 @@ def grade_submission(job: Job, notebooks: dict[str, bytes | None]) -> dict:
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-def _grade(job: Job, notebooks: dict[str, bytes | None], workdir: Path) -> dict:
+def _grade(job: Job, notebooks: dict[str, bytes | None], workdir: Path) -> Result:
     assignment, template, limits = job.assignment, job.template, job.limits
     released = template.released
     course, home = workdir / "course", workdir / "kernel"
@@ -194,7 +193,7 @@ def _grade(job: Job, notebooks: dict[str, bytes | None], workdir: Path) -> dict:
     token = f"canary-{secrets.token_hex(16)}"
     problems = _write_submission(notebooks, submitted, token)
     if problems:
-        return {"status": "failed", "reason": "; ".join(problems), "cells": []}
+        return Result("failed", "; ".join(problems))
     shutil.copyfile(template.gradebook, workdir / "gradebook.db")
     db_url = f"sqlite:///{workdir / 'gradebook.db'}"
     prepare_home(home)
@@ -213,10 +212,10 @@ def _grade(job: Job, notebooks: dict[str, bytes | None], workdir: Path) -> dict:
         error_log = run_converter(Autograde, config, assignment, STUDENT)
     autograded_at = time.time()
     if quota.exceeded:
-        return {"status": "failed", "cells": [], "reason": f"too large: the notebook wrote more than "
-                f"{limits.disk_bytes / 2**20:.0f} MiB of files while it ran (the disk quota of a submission)"}
+        return Result("failed", f"too large: the notebook wrote more than {limits.disk_bytes / 2**20:.0f} MiB "
+                                "of files while it ran (the disk quota of a submission)")
     if error_log:
-        return {"status": "failed", "reason": _failure_reason(error_log), "cells": []}
+        return Result("failed", _failure_reason(error_log))
     cells = _read_scores(db_url, assignment, list(notebooks), course)
     notes = []
     for name, data in notebooks.items():
@@ -225,7 +224,7 @@ def _grade(job: Job, notebooks: dict[str, bytes | None], workdir: Path) -> dict:
             notebook = nbformat.read(autograded, as_version=4)
             problem = canary_problem(notebook, token) if data is not None else ""
             if problem:
-                return {"status": "failed", "reason": problem, "cells": []}
+                return Result("failed", problem)
             notes += incidents(notebook, limits.cell_seconds)
             sanitize_for_feedback(notebook)
             autograded.chmod(0o644)  # nbgrader leaves it read-only (only root could write it back)
@@ -236,8 +235,7 @@ def _grade(job: Job, notebooks: dict[str, bytes | None], workdir: Path) -> dict:
                 for html in sorted((course / "feedback" / STUDENT / assignment).glob("*.html"))}
     if error_log:
         notes.append("feedback could not be written")
-    return {"status": "graded", "reason": "; ".join(notes), "cells": cells, "feedback": feedback,
-            "timings": _timings(home / "kernel.times", started, autograded_at)}
+    return Result("graded", "; ".join(notes), cells, _timings(home / "kernel.times", started, autograded_at), feedback)
 
 
 def _kill_kernels() -> None:
@@ -264,7 +262,7 @@ def _timings(kernel_times: Path, started: float, autograded_at: float) -> dict[s
         return {}
 
 
-def run_job(line: str) -> dict:
+def run_job(line: str) -> Result:
     """One line of the worker protocol: a `GenerateJob` (a template) or a `Job` (notebooks read from their paths)."""
     job = read_job(line)
     if isinstance(job, GenerateJob):
@@ -292,9 +290,8 @@ def main() -> None:
             result = run_job(line)
         except Exception as error:  # noqa: BLE001 - a failure of one submission is reported, not fatal
             # The grader's own failure, not the student's: not stored, graded again on the next run.
-            result = {"status": "failed", "reason": f"grading failed: {type(error).__name__}: {error}", "cells": [],
-                      "transient": True}
-        answers.write(json.dumps(result) + "\n")
+            result = Result("failed", f"grading failed: {type(error).__name__}: {error}", transient=True)
+        answers.write(result.to_json() + "\n")
         answers.flush()
 
 

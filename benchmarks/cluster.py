@@ -20,6 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from autograder.layout import OutputFolder
 from tests.cluster_local import LocalCluster
 from benchmarks.grading import make_class
 from course import ROOT
@@ -51,7 +52,7 @@ def main() -> None:
         # Set-up, not timed: a run on an empty class generates the templates, which both runs then reuse.
         subprocess.run([sys.executable, "-m", "autograder", "grade", str(empty), "--out", str(root / "local"),
                         "--quiet"], cwd=ROOT, capture_output=True)
-        shutil.copytree(root / "local" / ".cache", root / "cluster" / ".cache")
+        shutil.copytree(OutputFolder(root / "local").cache, OutputFolder(root / "cluster").cache)
         local = timed_grade(root / "submissions", root / "local", "--jobs", "2")
         print(f"--jobs 2 (local worker processes):        {local:7.1f} s ({local / count:.2f} s per submission)")
         started = time.perf_counter()
@@ -61,8 +62,8 @@ def main() -> None:
         print(f"--scheduler with two local dask workers:  {remote:7.1f} s ({remote / count:.2f} s per submission)")
         print(f"cluster overhead per submission: {(remote - local) / count:+.2f} s "
               f"(ratio cluster / local: {remote / local:.2f})")
-        local_rows = (root / "local" / "grades.csv").read_text().splitlines()
-        cluster_rows = (root / "cluster" / "grades.csv").read_text().splitlines()
+        local_rows = OutputFolder(root / "local").grades.read_text().splitlines()
+        cluster_rows = OutputFolder(root / "cluster").grades.read_text().splitlines()
         print(f"grades.csv identical: {local_rows == cluster_rows}")
         for row in sorted(set(local_rows) ^ set(cluster_rows)):
             print(f"  {'local' if row in local_rows else 'cluster'} only: {row}")

@@ -25,7 +25,9 @@ from pathlib import Path
 from statistics import mean
 
 from autograder import NBGRADER_CONFIG
+from autograder.layout import OutputFolder
 from autograder.nbgrader_course import generate_assignment, nbgrader_environment
+from autograder.state import stored_results
 from course import ROOT
 from course.chapters import chapter
 from course.machine import describe_machine
@@ -91,8 +93,7 @@ def where_time_went(out: Path, assignments: list[str]) -> str:
         "run_notebook": "running the notebook (and nbgrader's bookkeeping, kernel shutdown)",
         "feedback": "hiding tests and writing the HTML feedback",
     }
-    timings = {a: [json.loads(p.read_text())["result"].get("timings") for p in out.glob(f".state/*/{a}.json")]
-               for a in assignments}
+    timings = {a: [result.timings for result in stored_results(OutputFolder(out), a).values()] for a in assignments}
     lines = ["  " + " ".join(f"{a:>16s}" for a in assignments)]
     for key, label in phases.items():
         means = [mean(t[key] for t in timings[a] if t) if any(timings[a]) else float("nan") for a in assignments]
@@ -104,8 +105,8 @@ def sandbox_starts(out: Path, assignments: list[str]) -> str:
     """Each submission's sandbox start (seconds from launching bwrap to the kernel's first line)."""
     lines = []
     for assignment in assignments:
-        starts = {p.parent.name: json.loads(p.read_text())["result"].get("timings", {}).get("sandbox_start")
-                  for p in sorted(out.glob(f".state/*/{assignment}.json"))}
+        starts = {student: result.timings.get("sandbox_start")
+                  for student, result in stored_results(OutputFolder(out), assignment).items()}
         values = sorted(v for v in starts.values() if v is not None)
         lines.append(f"  {assignment}: " + ", ".join(f"{student} {value:.2f}" if value is not None else f"{student} -"
                                                      for student, value in starts.items()))

@@ -11,6 +11,7 @@ import sys
 import zipfile
 from pathlib import Path
 
+from autograder.layout import OutputFolder
 from course import ROOT
 from course.notebooks import solution_sources, student_notebook  # noqa: F401 - re-exported for the tests
 
@@ -53,7 +54,7 @@ def grade_cli(*args: str | Path, env: dict | None = None, timeout: float = 600) 
 
 def read_grades(out: Path) -> dict[tuple[str, str], dict]:
     """(student_id, assignment) -> the row of grades.csv."""
-    with open(out / "grades.csv", newline="") as handle:
+    with open(OutputFolder(out).grades, newline="") as handle:
         rows = list(csv.DictReader(handle))
     keyed = {(r["student_id"], r["assignment"]): r for r in rows}
     assert len(keyed) == len(rows), "grades.csv has duplicate rows"

@@ -14,6 +14,7 @@ import socket
 import threading
 from pathlib import Path
 
+from autograder.layout import OutputFolder
 from tests.grading_helpers import FIXTURE_SOURCE, solution_sources
 
 REFERENCE = solution_sources(FIXTURE_SOURCE / "toy" / "toy.ipynb")
@@ -145,10 +146,11 @@ def host_address() -> str:
 
 def files_containing(folder: Path, needles: list[str]) -> list[str]:
     """Every file under ``folder`` that contains one of ``needles`` (as text), but for the grader's template
-    cache (``.cache``: the hidden tests are in its gradebooks)."""
+    cache (`autograder.layout.OutputFolder.cache`: the hidden tests are in its gradebooks)."""
     found = []
+    cache = OutputFolder(folder).cache
     for path in folder.rglob("*"):
-        if path.is_file() and not path.is_symlink() and ".cache" not in path.relative_to(folder).parts:
+        if path.is_file() and not path.is_symlink() and not path.is_relative_to(cache):
             text = path.read_bytes().decode("utf-8", errors="replace")
             found += [f"{path}: {needle}" for needle in needles if needle in text]
     return found

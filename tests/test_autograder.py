@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from autograder.layout import OutputFolder
 from autograder.safe_html import CSP_META
 from tests.grading_helpers import (FIXTURE_SOURCE, HIDDEN_MARKER, ROOT, SCORES_BY_STUDENT, grade_cli, read_grades,
                                    released_notebooks, solution_sources, student_notebook, write_submission, write_zip)
@@ -35,7 +36,7 @@ def first_run(tmp_path_factory):
     root = tmp_path_factory.mktemp("autograder")
     released = released_notebooks(root / "templates")["toy"]
     submissions, out = root / "submissions", root / "out"
-    shutil.copytree(root / "templates", out / ".cache")
+    shutil.copytree(root / "templates", OutputFolder(out).cache)
     _class(submissions, released)
     done = grade_cli(submissions, "--out", out, *OPTIONS[2:], "--jobs", "2")
     return {"root": root, "released": released, "submissions": submissions, "out": out, "done": done}
@@ -49,23 +50,23 @@ def test_grades_csv(first_run) -> None:
         ("b.rown-2", "toy"): ("3", "5", ""),
         ("cy", "toy"): ("0", "5", ""),
     }
-    header = (first_run["out"] / "grades.csv").read_text().splitlines()[0]
+    header = OutputFolder(first_run["out"]).grades.read_text().splitlines()[0]
     assert header == "student_id,assignment,score,max_score,reason,lms_user_id,late"
 
 
 def test_feedback_per_student_without_hidden_code(first_run) -> None:
     for student in ("ada", "b.rown-2", "cy"):
-        (page,) = (first_run["out"] / "feedback" / student / "toy").glob("*.html")
+        (page,) = OutputFolder(first_run["out"]).feedback(student, "toy").glob("*.html")
         text = page.read_text()
         assert HIDDEN_MARKER not in text and "expect_raises(ValueError" not in text
         assert "hidden tests: not shown" in text
         assert f"<head>\n{CSP_META}" in text, "the page starts with a Content-Security-Policy that forbids scripts"
-    wrong = (first_run["out"] / "feedback" / "b.rown-2" / "toy" / "toy.html").read_text()
+    wrong = (OutputFolder(first_run["out"]).feedback("b.rown-2", "toy") / "toy.html").read_text()
     assert "mean([1, 2, 3]) should be 2" in wrong, "the failing visible test's message is shown"
 
 
 def test_report(first_run) -> None:
-    report = (first_run["out"] / "report.html").read_text()
+    report = OutputFolder(first_run["out"]).report.read_text()
     assert report.count("data:image/png;base64,") >= 2
     assert "Pass rate per test" in report and "test_mean_hidden" in report
     assert "Most frequent failures" in report and "mean([1, 2, 3]) should be 2" in report
@@ -75,23 +76,23 @@ def test_report(first_run) -> None:
 
 
 def test_gradebook(first_run) -> None:
-    with sqlite3.connect(first_run["out"] / "gradebook.db") as db:
+    with sqlite3.connect(OutputFolder(first_run["out"]).gradebook) as db:
         scores = dict(db.execute(SCORES_BY_STUDENT))
     assert scores == {"ada": 5.0, "b.rown-2": 3.0, "cy": 0.0}
 
 
 def test_rerun_is_idempotent_and_grades_only_what_changed(first_run) -> None:
     out, submissions = first_run["out"], first_run["submissions"]
-    before = (out / "grades.csv").read_text()
+    before = OutputFolder(out).grades.read_text()
     again = grade_cli(submissions, "--out", out, *OPTIONS)
     assert again.returncode == 0, again.stderr
     assert "(0 run now, 3 kept from an earlier run)" in again.stderr
-    assert (out / "grades.csv").read_text() == before
+    assert OutputFolder(out).grades.read_text() == before
     write_submission(submissions, "cy", "toy", student_notebook(first_run["released"], REFERENCE))
     changed = grade_cli(submissions, "--out", out, *OPTIONS)
     assert "(1 run now, 2 kept from an earlier run)" in changed.stderr, changed.stderr
     assert read_grades(out)[("cy", "toy")]["score"] == "5"
-    with sqlite3.connect(out / "gradebook.db") as db:
+    with sqlite3.connect(OutputFolder(out).gradebook) as db:
         assert db.execute("select count(*) from submitted_assignment").fetchone() == (3,)
         assert db.execute("select count(*) from grade").fetchone() == (12,)
 
@@ -99,18 +100,18 @@ def test_rerun_is_idempotent_and_grades_only_what_changed(first_run) -> None:
 def test_interrupted_run_resumes(first_run) -> None:
     root = first_run["root"]
     submissions, out = root / "many", root / "out-interrupted"
-    shutil.copytree(first_run["out"] / ".cache", out / ".cache")
+    shutil.copytree(OutputFolder(first_run["out"]).cache, OutputFolder(out).cache)
     for i in range(4):
         write_submission(submissions, f"s{i}", "toy", student_notebook(first_run["released"], REFERENCE))
     command = [sys.executable, "-m", "autograder", "grade", str(submissions), "--out", str(out),
                *map(str, OPTIONS[:-1])]
     process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 120
-    while not list((out / ".state").glob("*/toy.json")) and time.monotonic() < deadline:
+    while not list(OutputFolder(out).states.glob("*/toy.json")) and time.monotonic() < deadline:
         time.sleep(0.2)
     process.send_signal(signal.SIGTERM)
     process.wait(timeout=60)
-    finished = len(list((out / ".state").glob("*/toy.json")))
+    finished = len(list(OutputFolder(out).states.glob("*/toy.json")))
     assert 1 <= finished < 4
     resumed = grade_cli(submissions, "--out", out, *OPTIONS)
     assert f"({4 - finished} run now, {finished} kept from an earlier run)" in resumed.stderr, resumed.stderr
@@ -128,7 +129,7 @@ def test_canvaswrite_zip(first_run) -> None:
         "troideanna_1703_9004_notes.txt": b"not a notebook",
     })
     out = root / "out-canvas"
-    shutil.copytree(first_run["out"] / ".cache", out / ".cache")
+    shutil.copytree(OutputFolder(first_run["out"]).cache, OutputFolder(out).cache)
     done = grade_cli(archive, "--out", out, *OPTIONS)
     assert done.returncode == 1, done.stderr  # troideanna handed in a file that is not the notebook
     rows = read_grades(out)
@@ -147,7 +148,7 @@ def test_folder_zip_and_nothing_gradable(first_run) -> None:
     archive = write_zip(root / "folder.zip", {"class/ada/toy/toy.ipynb": good, "class/bo/toy/toy.ipynb": b"{broken",
                                          "../evil/toy/toy.ipynb": good})
     out = root / "out-zip"
-    shutil.copytree(first_run["out"] / ".cache", out / ".cache")
+    shutil.copytree(OutputFolder(first_run["out"]).cache, OutputFolder(out).cache)
     done = grade_cli(archive, "--out", out, *OPTIONS)
     assert done.returncode == 1, done.stderr  # bo's notebook is not JSON: graded, with one failure
     rows = read_grades(out)
@@ -156,7 +157,7 @@ def test_folder_zip_and_nothing_gradable(first_run) -> None:
     assert rows[("bo", "toy")]["reason"].startswith("not graded: toy.ipynb is not a readable notebook")
     assert not (root.parent / "evil").exists()
     broken = write_zip(root / "broken.zip", {"bo/toy/toy.ipynb": b"{broken"})
-    shutil.copytree(first_run["out"] / ".cache", root / "out-nothing" / ".cache")
+    shutil.copytree(OutputFolder(first_run["out"]).cache, OutputFolder(root / "out-nothing").cache)
     nothing = grade_cli(broken, "--out", root / "out-nothing", *OPTIONS)
     assert nothing.returncode == 2, "nothing could be graded"
     assert read_grades(root / "out-nothing")[("bo", "toy")]["score"] == "0"

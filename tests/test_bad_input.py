@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from autograder.layout import OutputFolder
 from tests.grading_helpers import (FIXTURE_SOURCE, ROOT, grade_cli, read_grades, released_notebooks, require_sandbox,
                                    solution_sources, student_notebook)
 
@@ -84,7 +85,7 @@ def test_every_student_found_has_a_row(graded) -> None:
 
 
 def test_formula_ids_are_escaped_in_grades_csv(graded) -> None:
-    with open(graded["out"] / "grades.csv", newline="") as handle:
+    with open(OutputFolder(graded["out"]).grades, newline="") as handle:
         ids = [row[0] for row in csv.reader(handle)]
     assert "'+1+1" in ids and "'@SUM1" in ids and "+1+1" not in ids and "@SUM1" not in ids
 

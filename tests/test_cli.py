@@ -1,10 +1,13 @@
 """The instructor command line's own checks (`python -m autograder`), in process and without grading: usage
 errors and unreadable input stop with one line and exit status 2 before any work; which templates a run
-builds; what a worker's death means for the stored results."""
+builds; what a worker's death means for the stored results; a result crosses the workers' protocol and the
+stored state unchanged."""
 
 from __future__ import annotations
 
+import json
 import zipfile
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -14,7 +17,9 @@ from autograder.__main__ import main
 from autograder.assignments import prepare_templates
 from autograder.grade import _handed_in
 from autograder.limits import Limits
-from autograder.records import Job, Options, Template
+from autograder.layout import OutputFolder
+from autograder.records import CellResult, Job, Options, Result, Task, Template
+from autograder.state import load_state, save_state
 from autograder.submissions import find
 from course import ROOT
 from tests.grading_helpers import FIXTURE_SOURCE
@@ -40,7 +45,7 @@ def test_an_output_folder_inside_the_course_sources_is_refused(capsys, submissio
     assert main(["grade", str(submissions), "--out", str(ROOT / inside)]) == 2
     line = _error_line(capsys)
     assert line.startswith(f"error: --out {ROOT / inside} is inside {inside.split('/')[0]}/"), line
-    assert not (ROOT / inside / "grades.csv").exists()
+    assert not OutputFolder(ROOT / inside).grades.exists()
 
 
 def test_an_output_folder_inside_source_or_submissions_is_refused(capsys, submissions: Path, tmp_path) -> None:
@@ -129,14 +134,33 @@ def test_a_worker_that_dies_mid_job_is_transient_a_timeout_is_final(tmp_path: Pa
     dies.chmod(0o755)
     worker = pool_module.Worker(0, {}, tmp_path / "log", python=str(dies))
     result = worker.run(JOB, timeout=30)
-    assert result["transient"] is True and "graded again on the next run" in result["reason"], result
+    assert result.transient is True and "graded again on the next run" in result.reason, result
     sleeps = tmp_path / "sleeps"
     sleeps.write_text("#!/bin/sh\necho '{\"ready\": 1}'\nread line\nsleep 30\n")
     sleeps.chmod(0o755)
     worker = pool_module.Worker(0, {}, tmp_path / "log", python=str(sleeps))
     result = worker.run(JOB, timeout=0.5)
-    assert "transient" not in result and result["reason"] == "grading took longer than 0 s and was stopped", result
+    assert result.transient is False and result.reason == "grading took longer than 0 s and was stopped", result
 
+
+
+def test_a_result_crosses_the_protocol_and_the_state_unchanged(tmp_path: Path) -> None:
+    result = Result("graded", "a note", (CellResult("toy", "test_add", 1.0, 2.0, False, "AssertionError: x"),),
+                    {"run_notebook": 1.5}, {"toy.html": "<p>feedback</p>"})
+    assert Result.from_json(result.to_json()) == result
+    assert Result.from_json(replace(result, transient=True).to_json()).transient is True
+    out, task = OutputFolder(tmp_path), Task("ada", "toy", key="k")
+    save_state(out, task, result)
+    assert load_state(out, task) is None, "a graded result whose feedback pages are gone is graded again"
+    out.feedback("ada", "toy").mkdir(parents=True)
+    (out.feedback("ada", "toy") / "toy.html").write_text("<p>feedback</p>")
+    assert load_state(out, task) == replace(result, feedback={}), "the pages are kept in feedback/, not stored"
+    assert load_state(out, replace(task, key="other")) is None
+    # A failure as the format before `Result` stored it (no timings) is read back, not graded again.
+    old = {"key": "k", "result": {"status": "failed", "reason": "the kernel died", "cells": []}}
+    out.state("bo", "toy").parent.mkdir(parents=True)
+    out.state("bo", "toy").write_text(json.dumps(old))
+    assert load_state(out, Task("bo", "toy", key="k")) == Result("failed", "the kernel died")
 
 @pytest.mark.slow
 def test_release_copies_only_the_assignments_own_files(tmp_path: Path) -> None:
@@ -148,11 +172,12 @@ def test_release_copies_only_the_assignments_own_files(tmp_path: Path) -> None:
     source = tmp_path / "course" / "source"
     shutil.copytree(FIXTURE_SOURCE / "toy", source / "toy")
     (source / "toy" / "data.csv").write_text("x\n1\n")  # the assignment's own file: released
-    for junk in ("gradebook.db", "grades.csv", "report.html", "similarity.csv", ".state/ada/toy.json",
-                 "feedback/ada/toy/toy.html"):
-        (source / "toy" / junk).parent.mkdir(parents=True, exist_ok=True)
-        (source / "toy" / junk).write_text("a grading run's output")
+    run = OutputFolder(source / "toy")  # a grading run's output, written into the assignment's folder
+    for junk in (run.gradebook, run.grades, run.report, run.similarity, run.state("ada", "toy"),
+                 run.feedback("ada", "toy") / "toy.html"):
+        junk.parent.mkdir(parents=True, exist_ok=True)
+        junk.write_text("a grading run's output")
     template = Template("toy", "key", tmp_path / "template", (), ())
-    assert generate(GenerateJob(template, str(tmp_path / "course"), "source"))["status"] == "done"
+    assert generate(GenerateJob(template, str(tmp_path / "course"), "source")).status == "done"
     released = template.released
     assert sorted(str(p.relative_to(released)) for p in released.rglob("*")) == ["data.csv", "toy.ipynb"]

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from autograder.layout import OutputFolder
 from tests.cluster_local import LocalCluster
 from tests.grading_helpers import (FIXTURE_SOURCE, ROOT, grade_cli, read_grades, released_notebooks, solution_sources,
                                    student_notebook, write_submission)
@@ -46,12 +47,12 @@ def classroom(tmp_path_factory):
 def _out(classroom: dict, name: str) -> Path:
     """A fresh output folder that starts with the generated templates (as a second run would)."""
     out = classroom["root"] / name
-    shutil.copytree(classroom["root"] / "templates", out / ".cache")
+    shutil.copytree(classroom["root"] / "templates", OutputFolder(out).cache)
     return out
 
 
 def _feedback(out: Path) -> dict[str, str]:
-    return {str(p.relative_to(out)): p.read_text() for p in sorted((out / "feedback").rglob("*.html"))}
+    return {str(p.relative_to(out)): p.read_text() for p in sorted(OutputFolder(out).all_feedback.rglob("*.html"))}
 
 
 def test_cluster_grades_like_a_local_run_and_regrades_only_changes(cluster, classroom) -> None:
@@ -61,11 +62,11 @@ def test_cluster_grades_like_a_local_run_and_regrades_only_changes(cluster, clas
     done = grade_cli(classroom["submissions"], "--out", remote, "--scheduler", cluster.address, *OPTIONS)
     assert done.returncode == 0, done.stderr
     assert f"on the Dask cluster at {cluster.address}: 2 workers" in done.stderr
-    assert (remote / "grades.csv").read_text() == (local / "grades.csv").read_text()
+    assert OutputFolder(remote).grades.read_text() == OutputFolder(local).grades.read_text()
     assert {k: r["score"] for k, r in read_grades(remote).items()} == {
         ("ada", "toy"): "5", ("b.rown-2", "toy"): "3", ("cy", "toy"): "0"}
     assert _feedback(remote) == _feedback(local) and len(_feedback(remote)) == 3
-    assert (remote / "report.html").exists() and (remote / "gradebook.db").exists()
+    assert OutputFolder(remote).report.exists() and OutputFolder(remote).gradebook.exists()
     assert not list(Path(cluster.folder).glob("worker-*/**/autograder/jobs/*")), "workers keep no submission"
     write_submission(classroom["submissions"], "cy", "toy", student_notebook(classroom["released"], REFERENCE))
     changed = grade_cli(classroom["submissions"], "--out", remote, "--scheduler", cluster.address, *OPTIONS)
@@ -89,7 +90,7 @@ def test_dead_scheduler_fails_within_seconds(classroom) -> None:
     assert done.returncode == 2
     assert f"cannot reach the Dask scheduler at tcp://127.0.0.1:{port}" in done.stderr, done.stderr
     assert time.monotonic() - started < 30, "the connect timeout is 10 s"
-    assert not (classroom["root"] / "dead" / "grades.csv").exists()
+    assert not OutputFolder(classroom["root"] / "dead").grades.exists()
 
 
 def test_worker_with_another_course_version_is_refused(cluster, classroom, tmp_path) -> None:
@@ -106,7 +107,7 @@ def test_worker_with_another_course_version_is_refused(cluster, classroom, tmp_p
         assert done.returncode == 2
         lines = [line for line in done.stderr.splitlines() if "differs from this client" in line]
         assert len(lines) == 1 and "course version" in lines[0], done.stderr
-        assert not (classroom["root"] / "mixed" / "grades.csv").exists()
+        assert not OutputFolder(classroom["root"] / "mixed").grades.exists()
     finally:
         cluster.kill_worker(index)
 
@@ -129,4 +130,4 @@ def test_worker_killed_mid_run_loses_no_grade(cluster, classroom) -> None:
     assert process.returncode == 0, stderr
     rows = read_grades(out)
     assert {k: (r["score"], r["reason"]) for k, r in rows.items()} == {(f"s{i}", "toy"): ("5", "") for i in range(3)}
-    assert len(list((out / "feedback").rglob("*.html"))) == 3
+    assert len(list(OutputFolder(out).all_feedback.rglob("*.html"))) == 3

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from autograder.csv_files import write_grades
+from autograder.layout import OutputFolder
 from autograder.lms_table import read_table
 from autograder.records import Template
 from autograder.submissions import from_zip
@@ -85,7 +86,7 @@ def _graded(tmp_path: Path, members: dict[str, bytes] = ZIP, scores: dict[str, f
             for t in make_tasks(found, {"01_similarity": template}, "limits")]
     out = tmp_path / "graded"
     out.mkdir()
-    write_grades(out / "grades.csv", rows)
+    write_grades(OutputFolder(out).grades, rows)
     return out
 
 
@@ -104,7 +105,7 @@ def export(*args: str | Path) -> subprocess.CompletedProcess:
 
 
 def test_grades_csv_keeps_the_canvas_user_id_and_the_late_flag(tmp_path: Path) -> None:
-    text = (_graded(tmp_path) / "grades.csv").read_text().splitlines()
+    text = OutputFolder(_graded(tmp_path)).grades.read_text().splitlines()
     assert text[0] == "student_id,assignment,score,max_score,reason,lms_user_id,late", "new columns go at the end"
     assert "hoppergrace,01_similarity,10,10,,1002,1" in text
     assert "lovelaceada,01_similarity,8,10,,1001,0" in text
@@ -184,8 +185,8 @@ def test_canvas_semicolons_decimal_commas_and_crlf_are_kept(tmp_path: Path) -> N
 def test_two_assignments_into_their_own_columns(tmp_path: Path) -> None:
     graded = tmp_path / "graded"
     graded.mkdir()
-    _write(graded / "grades.csv", "student_id,assignment,score,max_score,reason,lms_user_id,late\n"
-                                  "ada,01_similarity,10,10,,1001,0\nada,02_scaled_attention,3,12,,1001,0\n")
+    _write(OutputFolder(graded).grades, "student_id,assignment,score,max_score,reason,lms_user_id,late\n"
+                                        "ada,01_similarity,10,10,,1001,0\nada,02_scaled_attention,3,12,,1001,0\n")
     gradebook = _write(tmp_path / "export.csv", CANVAS)
     done = export(graded, "--lms", "canvas", "--gradebook", gradebook, "--map", "02_scaled_attention=1202",
                   "--map", "01_similarity=1201", "--out", tmp_path / "import.csv")
@@ -201,9 +202,10 @@ def test_two_assignments_into_their_own_columns(tmp_path: Path) -> None:
 def test_canvas_students_graded_from_a_folder_match_by_sis_login_id(tmp_path: Path) -> None:
     graded = tmp_path / "graded"
     graded.mkdir()
-    _write(graded / "grades.csv", "student_id,assignment,score,max_score,reason\n"  # written before lms_user_id existed
-                                  "ada.lovelace,01_similarity,7.5,10,\nGrace.Hopper,01_similarity,2,10,\n"
-                                  "emmy.noether,01_similarity,0,10,not graded: the kernel died\n")
+    # written before lms_user_id existed
+    _write(OutputFolder(graded).grades, "student_id,assignment,score,max_score,reason\n"
+                                        "ada.lovelace,01_similarity,7.5,10,\nGrace.Hopper,01_similarity,2,10,\n"
+                                        "emmy.noether,01_similarity,0,10,not graded: the kernel died\n")
     done = export(graded, "--lms", "canvas", "--gradebook", _write(tmp_path / "export.csv", CANVAS),
                   "--map", "01_similarity=1201", "--out", tmp_path / "import.csv")
     assert done.returncode == 0, done.stderr
@@ -288,11 +290,11 @@ def test_refusals_of_the_inputs(tmp_path: Path, problem: str) -> None:
 def _moodle_dir(tmp_path: Path) -> Path:
     graded = tmp_path / "graded"
     graded.mkdir()
-    _write(graded / "grades.csv", "student_id,assignment,score,max_score,reason,lms_user_id,late\n"
-                                  "ada.lovelace@uni.example,01_similarity,8,10,,,0\n"
-                                  "grace.hopper@uni.example,01_similarity,9.5,10,,,0\n"
-                                  "alan.turing@uni.example,01_similarity,0,10,not graded: no submission,,0\n"
-                                  "will.riker@uni.example,01_similarity,3,10,,,0\n")
+    _write(OutputFolder(graded).grades, "student_id,assignment,score,max_score,reason,lms_user_id,late\n"
+                                        "ada.lovelace@uni.example,01_similarity,8,10,,,0\n"
+                                        "grace.hopper@uni.example,01_similarity,9.5,10,,,0\n"
+                                        "alan.turing@uni.example,01_similarity,0,10,not graded: no submission,,0\n"
+                                        "will.riker@uni.example,01_similarity,3,10,,,0\n")
     return graded
 
 
@@ -320,8 +322,8 @@ def test_moodle_import_file(tmp_path: Path) -> None:
 def test_moodle_by_id_number_with_the_items_maximum_and_semicolons(tmp_path: Path) -> None:
     graded = tmp_path / "graded"
     graded.mkdir()
-    _write(graded / "grades.csv", "student_id,assignment,score,max_score,reason,lms_user_id,late\n"
-                                  "S1001,01_similarity,8,10,,,0\nS1004,01_similarity,3.333,10,,,1\n")
+    _write(OutputFolder(graded).grades, "student_id,assignment,score,max_score,reason,lms_user_id,late\n"
+                                        "S1001,01_similarity,8,10,,,0\nS1004,01_similarity,3.333,10,,,1\n")
     gradebook = _write(tmp_path / "export.csv", MOODLE.replace(",", ";").replace("6.00", "6,00"))
     done = export(graded, "--lms", "moodle", "--gradebook", gradebook, "--match", "idnumber",
                   "--map", "01_similarity=Assignment: Similarity (Real)", "--max-grade", "01_similarity=100",

@@ -16,7 +16,7 @@ import pytest
 from autograder.feedback import (HIDDEN_OUTPUT, HIDDEN_PLACEHOLDER, OUTPUT_LIMIT, cell_message, hidden_lines,
                                  incidents, sanitize_for_feedback, shorten)
 from autograder.safe_html import CSP_META, with_csp
-from autograder.records import Template
+from autograder.records import CellResult, Result, Template
 from autograder.report import failure_summary, failures, render_report, student_table
 
 HIDDEN_TEST = "x = 1\n### BEGIN HIDDEN TESTS\nassert secret_check(add)\n### END HIDDEN TESTS\n"
@@ -136,13 +136,12 @@ def test_failure_summary_names_the_mistake_or_the_first_line() -> None:
 
 def _rows() -> tuple[list[dict], dict[str, Template]]:
     template = Template("toy", "key", Path("/nonexistent"), ("toy",), (("toy", "test_add", 3.0), ("toy", "test_mean", 2.0)))
-    wrong = {"notebook": "toy", "grade_id": "test_mean", "points": 0.0, "max_points": 2.0, "passed": False,
-             "message": "AssertionError: <script>alert('mean')</script>"}
-    right = {"notebook": "toy", "grade_id": "test_add", "points": 3.0, "max_points": 3.0, "passed": True, "message": ""}
+    wrong = CellResult("toy", "test_mean", 0.0, 2.0, False, "AssertionError: <script>alert('mean')</script>")
+    right = CellResult("toy", "test_add", 3.0, 3.0, True, "")
     rows = [{"student_id": s, "assignment": "toy", "score": 3.0, "max_score": 5.0, "reason": "",
-             "result": {"status": "graded", "reason": "", "cells": [right, wrong]}} for s in ("ada", "bo")]
+             "result": Result("graded", "", (right, wrong))} for s in ("ada", "bo")]
     rows.append({"student_id": "<img src=x onerror=alert(1)>", "assignment": "toy", "score": 0.0, "max_score": 5.0,
-                 "reason": "not graded: x", "result": {"status": "failed", "reason": "<b>kernel died</b>", "cells": []}})
+                 "reason": "not graded: x", "result": Result("failed", "<b>kernel died</b>")})
     return rows, {"toy": template}
 
 
@@ -331,16 +330,15 @@ def test_a_browser_runs_no_planted_script_under_the_policy(tmp_path: Path) -> No
     assert _title_in_chromium(with_csp(page), tmp_path) == "toy"
 
 
-def _cell(grade_id: str, message: str) -> dict:
-    return {"notebook": "toy", "grade_id": grade_id, "points": 0.0, "max_points": 1.0, "passed": False,
-            "message": message}
+def _cell(grade_id: str, message: str) -> CellResult:
+    return CellResult("toy", grade_id, 0.0, 1.0, False, message)
 
 
 def test_not_attempted_is_counted_per_test_not_among_the_mistakes() -> None:
     rows, templates = _rows()
     blank = [_cell("test_add", "NotImplementedError: "), _cell("test_mean", "NotImplementedError: ")]
     rows += [{"student_id": f"blank{i}", "assignment": "toy", "score": 0.0, "max_score": 5.0, "reason": "",
-              "result": {"status": "graded", "reason": "", "cells": blank}} for i in range(3)]
+              "result": Result("graded", "", tuple(blank))} for i in range(3)]
     assert failures(rows) == [(("toy", "test_mean", "AssertionError: <script>alert('mean')</script>"), 2)]
     page = render_report(rows, templates)
     assert "<td>test_add</td><td class=n>2</td><td class=n>5</td><td class=n>40%</td><td class=n>3</td>" in page
@@ -349,13 +347,14 @@ def test_not_attempted_is_counted_per_test_not_among_the_mistakes() -> None:
 def test_ties_among_the_most_frequent_failures_keep_a_stable_order() -> None:
     cells = [_cell(f"test_{name}", f"AssertionError: {name} is wrong") for name in "dcba"]
     rows = [{"student_id": "ada", "assignment": "toy", "score": 0.0, "max_score": 4.0, "reason": "",
-             "result": {"status": "graded", "reason": "", "cells": cells}}]
+             "result": Result("graded", "", tuple(cells))}]
     assert [key[1] for key, _ in failures(rows, top=3)] == ["test_a", "test_b", "test_c"]
 
 
 def test_the_student_table_shows_each_score_and_what_failed() -> None:
     rows, templates = _rows()
-    rows[1]["result"]["cells"] = [_cell("test_add", "NotImplementedError: "), _cell("test_mean", "AssertionError: x")]
+    rows[1]["result"] = Result("graded", "", (_cell("test_add", "NotImplementedError: "),
+                                              _cell("test_mean", "AssertionError: x")))
     table = {entry["id"]: entry["assignments"]["toy"] for entry in student_table(rows, ["toy"])}
     assert table["ada"] == {"score": 3.0, "max_score": 5.0, "failed": "test_mean"}
     assert table["bo"]["failed"] == "test_add (not attempted), test_mean"

@@ -11,6 +11,8 @@ import json
 
 import pytest
 
+from autograder.layout import OutputFolder
+from autograder.state import stored_results
 from tests import bank
 from course.chapters import chapter, slugs
 from course.notebooks import solution_sources, student_notebook
@@ -66,8 +68,8 @@ def test_reference_gets_full_marks_and_blank_gets_zero(graded, assignment: str) 
 def test_autograder_agrees_with_the_harness(graded, assignment: str) -> None:
     answer = _sampled_wrong_answer(assignment)
     harness = {cell.grade_id: cell.passed for cell in run_notebook(assignment, {answer.cell: answer.source})}
-    state = json.loads((graded["out"] / ".state" / f"bank-{assignment}" / f"{assignment}.json").read_text())
-    real = {cell["grade_id"]: cell["passed"] for cell in state["result"]["cells"]}
+    cells = stored_results(OutputFolder(graded["out"]), assignment)[f"bank-{assignment}"].cells
+    real = {cell.grade_id: cell.passed for cell in cells}
     assert real == harness, f"{answer.mistake}: autograder {real} vs harness {harness}"
-    messages = "\n".join(cell["message"] for cell in state["result"]["cells"])
+    messages = "\n".join(cell.message for cell in cells)
     assert answer.message in messages, messages

@@ -18,6 +18,8 @@ from pathlib import Path
 import pytest
 
 from tests import sandbox_attacks as attacks
+from autograder.layout import OutputFolder
+from autograder.state import stored_results
 from tests.grading_helpers import (FIXTURE_SOURCE, HIDDEN_MARKER, grade_cli, read_grades, released_notebooks,
                                    require_sandbox, solution_sources, student_notebook, write_submission)
 
@@ -221,7 +223,7 @@ def graded_class(tmp_path_factory):
     root = tmp_path_factory.mktemp("hostile")
     released = released_notebooks(root / "templates")
     submissions, out, home, private = root / "submissions", root / "out", root / "home", root / "root-only"
-    shutil.copytree(root / "templates", out / ".cache")
+    shutil.copytree(root / "templates", OutputFolder(out).cache)
     machine = {"home_secret": str(home / "secret.txt"), "root_secret": str(private / "secret.txt"),
                "victim_secret": attacks.secret(), "out": out, "secrets": [attacks.secret(), attacks.secret()]}
     home.mkdir()
@@ -264,16 +266,15 @@ def test_each_outcome(graded_class, student: str) -> None:
         assert reason in row["reason"], row
     else:
         assert row["reason"] == "", f"{student}: no note was expected, {row}"
-    feedback = graded_class["out"] / "feedback" / student / "toy"
+    feedback = OutputFolder(graded_class["out"]).feedback(student, "toy")
     assert any(feedback.glob("*.html")) == graded, row
 
 
 def test_patched_torch_comparisons_do_not_fool_the_checks(graded_class) -> None:
     row = read_grades(graded_class["out"])[("patches_torch", "toy_torch")]
     assert (row["score"], row["max_score"], row["reason"]) == ("0", "2", ""), row
-    state = json.loads((graded_class["out"] / ".state" / "patches_torch" / "toy_torch.json").read_text())
-    (cell,) = state["result"]["cells"]
-    assert "torch.allclose was replaced" in cell["message"], cell
+    (cell,) = stored_results(OutputFolder(graded_class["out"]), "toy_torch")["patches_torch"].cells
+    assert "torch.allclose was replaced" in cell.message, cell
 
 
 def test_every_student_and_assignment_has_one_row(graded_class) -> None:
@@ -288,17 +289,18 @@ def test_submissions_are_untouched(graded_class) -> None:
 
 
 def test_feedback_is_small_and_hides_hidden_tests(graded_class) -> None:
-    pages = sorted((graded_class["out"] / "feedback").rglob("*.html"))
+    pages = sorted(OutputFolder(graded_class["out"]).all_feedback.rglob("*.html"))
     assert pages
     for page in pages:
         text = page.read_text()
         assert HIDDEN_MARKER not in text and "expect_equal(add(20, 22)" not in text, page
         assert len(text) < 400_000, f"{page} is {len(text)} characters"
-    assert "hidden tests: not shown" in (graded_class["out"] / "feedback" / "loud" / "toy" / "toy.html").read_text()
+    loud = OutputFolder(graded_class["out"]).feedback("loud", "toy") / "toy.html"
+    assert "hidden tests: not shown" in loud.read_text()
 
 
 def test_report_names_who_was_not_graded(graded_class) -> None:
-    report = (graded_class["out"] / "report.html").read_text()
+    report = OutputFolder(graded_class["out"]).report.read_text()
     for student in ("dies", "corrupt", "empty.folder"):
         assert student in report
     assert "data:image/png;base64," in report
@@ -312,22 +314,22 @@ def test_isolation_is_reported(graded_class) -> None:
 def test_nothing_read_gets_out(graded_class) -> None:
     machine = graded_class["machine"]
     leaks = attacks.files_containing(graded_class["out"], machine["secrets"])
-    leaks += [f"snoop's feedback: {p}" for p in attacks.files_containing(graded_class["out"] / "feedback" / "snoop",
-                                                                          [machine["victim_secret"]])]
+    snoops = OutputFolder(graded_class["out"]).all_feedback / "snoop"
+    leaks += [f"snoop's feedback: {p}" for p in attacks.files_containing(snoops, [machine["victim_secret"]])]
     assert not leaks
     assert not any(secret in graded_class["done"].stderr + graded_class["done"].stdout for secret in machine["secrets"])
-    snooped = (graded_class["out"] / "feedback" / "snoop" / "toy" / "toy.html").read_text()
+    snooped = (OutputFolder(graded_class["out"]).feedback("snoop", "toy") / "toy.html").read_text()
     assert "FileNotFoundError" in snooped, "the snoop's attempts ran and printed their failures"
 
 
 def test_no_network_and_no_writes_outside(graded_class) -> None:
     assert graded_class["heard"] == []
     assert graded_class["written"] == []
-    page = (graded_class["out"] / "feedback" / "network" / "toy" / "toy.html").read_text()
+    page = (OutputFolder(graded_class["out"]).feedback("network", "toy") / "toy.html").read_text()
     assert len(re.findall(r"no connection: \w+", page)) == 3, "three attempts, all refused"
 
 
 def test_fork_bomb_and_full_tmp_are_stopped(graded_class) -> None:
-    feedback = graded_class["out"] / "feedback"
+    feedback = OutputFolder(graded_class["out"]).all_feedback
     assert "fork stopped: BlockingIOError" in (feedback / "bomb" / "toy" / "toy.html").read_text()
     assert "tmp full after" in (feedback / "filler" / "toy" / "toy.html").read_text()

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from autograder.layout import OutputFolder
 from tests.grading_helpers import (FIXTURE_SOURCE, SCORES_BY_STUDENT, grade_cli, read_grades, released_notebooks,
                                    solution_sources, student_notebook, write_submission)
 
@@ -82,7 +83,7 @@ def test_grading_into_postgresql(postgres_url, tmp_path) -> None:
     released = released_notebooks(tmp_path / "templates")["toy"]
     reference = solution_sources(FIXTURE_SOURCE / "toy" / "toy.ipynb")
     submissions, out = tmp_path / "submissions", tmp_path / "out"
-    shutil.copytree(tmp_path / "templates", out / ".cache")
+    shutil.copytree(tmp_path / "templates", OutputFolder(out).cache)
     write_submission(submissions, "ada", "toy", student_notebook(released, reference))
     write_submission(submissions, "bo", "toy", student_notebook(released, {}))
     options = ("--out", out, "--db", postgres_url, "--jobs", "2", "--source", FIXTURE_SOURCE, "--quiet")
@@ -90,7 +91,7 @@ def test_grading_into_postgresql(postgres_url, tmp_path) -> None:
         done = grade_cli(submissions, *options)
         assert done.returncode == 0, done.stderr
     assert {key: row["score"] for key, row in read_grades(out).items()} == {("ada", "toy"): "5", ("bo", "toy"): "0"}
-    assert not (out / "gradebook.db").exists(), "with --db the SQLite default is not used"
+    assert not OutputFolder(out).gradebook.exists(), "with --db the SQLite default is not used"
     url = postgres_url.replace("postgresql+psycopg2://", "postgresql://")
     with psycopg2.connect(url) as db, db.cursor() as cursor:
         cursor.execute(SCORES_BY_STUDENT)

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from autograder.layout import OutputFolder
 from autograder.limits import Limits
 from autograder.pool import Pool, WorkerStartError
 from autograder.sandbox import command, environment
@@ -140,7 +141,7 @@ def unprivileged_run(tmp_path_factory):
         (home / "secret.txt").chmod(0o600)
         (private / "secret.txt").write_text(secrets[1])
         submissions, out = base / "submissions", base / "out"
-        shutil.copytree(released.parent.parent.parent, out / ".cache" / released.parent.parent.parent.name)
+        shutil.copytree(released.parent.parent.parent, OutputFolder(out).cache / released.parent.parent.parent.name)
         writes = [str(out / "pwned"), str(submissions / "pwned"), str(home / "pwned"), f"/tmp/{attacks.secret()}",
                   str(copy / "source" / "pwned")]
         reads = [str(home / "secret.txt"), str(private / "secret.txt"), "/etc/shadow", str(copy / "source"),
@@ -172,7 +173,7 @@ def unprivileged_run(tmp_path_factory):
 @pytest.mark.sandbox
 def test_unprivileged_instructor_grades_the_class(unprivileged_run) -> None:
     done = unprivileged_run["done"]
-    assert done.returncode == 1, done.stderr + (unprivileged_run["out"] / "grades.csv").read_text()  # the hoarder
+    assert done.returncode == 1, done.stderr + OutputFolder(unprivileged_run["out"]).grades.read_text()  # the hoarder
     assert "each kernel runs in its own bubblewrap sandbox" in done.stderr and "warning" not in done.stderr
     rows = read_grades(unprivileged_run["out"])
     assert {student: (rows[(student, "toy")]["score"], rows[(student, "toy")]["reason"])
@@ -188,11 +189,12 @@ def test_unprivileged_sandbox_keeps_everything_in(unprivileged_run) -> None:
     out = unprivileged_run["out"]
     assert sorted(p.parent.parent.name for p in out.glob("feedback/*/toy/toy.html")) == \
         sorted([*unprivileged_run["answers"], "müller", "ana maria", "+1+1"]), \
-        (out / "grades.csv").read_text() + unprivileged_run["done"].stderr
+        OutputFolder(out).grades.read_text() + unprivileged_run["done"].stderr
     assert attacks.files_containing(out, unprivileged_run["secrets"]) == []
-    assert attacks.files_containing(out / "feedback", [HIDDEN_MARKER]) == []
+    assert attacks.files_containing(OutputFolder(out).all_feedback, [HIDDEN_MARKER]) == []
     assert unprivileged_run["heard"] == [] and unprivileged_run["written"] == []
-    feedback = {s: (out / "feedback" / s / "toy" / "toy.html").read_text() for s in ("snoop", "network", "bomb", "filler")}
+    feedback = {s: (OutputFolder(out).feedback(s, "toy") / "toy.html").read_text()
+                for s in ("snoop", "network", "bomb", "filler")}
     assert "FileNotFoundError" in feedback["snoop"]
     assert len(re.findall(r"no connection: \w+", feedback["network"])) == 3, "three attempts, all refused"
     assert "fork stopped: BlockingIOError" in feedback["bomb"] and "tmp full after" in feedback["filler"]
@@ -231,9 +233,9 @@ def test_no_sandbox_stops_the_run_unless_no_isolate(tmp_path) -> None:
     write_submission(tmp_path / "subs", "ada", "toy", student_notebook(released, attacks.REFERENCE))
     env = {"PATH": f"{refusing.parent}{os.pathsep}{os.environ['PATH']}"}
     for out in ("out", "out-no-isolate"):
-        shutil.copytree(tmp_path / "templates", tmp_path / out / ".cache")
+        shutil.copytree(tmp_path / "templates", OutputFolder(tmp_path / out).cache)
     stopped = grade_cli(tmp_path / "subs", "--out", tmp_path / "out", "--source", FIXTURE_SOURCE, "--quiet", env=env)
-    assert stopped.returncode == 2 and not (tmp_path / "out" / "grades.csv").exists()
+    assert stopped.returncode == 2 and not OutputFolder(tmp_path / "out").grades.exists()
     assert "No permissions to create a new namespace" in stopped.stderr and "sysctl" in stopped.stderr
     assert "--no-isolate" in stopped.stderr
     unsafe = grade_cli(tmp_path / "subs", "--out", tmp_path / "out-no-isolate", "--source", FIXTURE_SOURCE,

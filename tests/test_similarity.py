@@ -11,7 +11,8 @@ import nbformat
 import pytest
 
 from autograder.__main__ import main
-from autograder.records import Options, Task, Template
+from autograder.layout import OutputFolder
+from autograder.records import CellResult, Job, Options, Result, Task, Template
 from autograder.report import render_report
 from autograder.similarity import (DEFAULT_THRESHOLD, Similarity, assignment_pairs, class_similarity, similar_pairs,
                                    write_similarity)
@@ -163,12 +164,10 @@ def test_similarity_reaches_the_instructor_never_the_feedback(tmp_path: Path, mo
         def close(self) -> None: ...
 
     class Pool:  # every submission "graded" at once, with a feedback page of its own
-        def run(self, jobs: list[dict], timeout: float, done) -> None:
+        def run(self, jobs: list[Job], timeout: float, done) -> None:
             for index, job in enumerate(jobs):
-                done(index, {"status": "graded", "reason": "",
-                             "feedback": {f"{CH1.notebook}.html": "<p>your grade</p>"},
-                             "cells": [{"notebook": CH1.notebook, "grade_id": "test_dot", "points": 1.0,
-                                        "passed": True, "message": ""}]})
+                done(index, Result("graded", "", (CellResult(CH1.notebook, "test_dot", 1.0, 1.0, True, ""),),
+                                   feedback={f"{CH1.notebook}.html": "<p>your grade</p>"}))
 
     monkeypatch.setattr(gradebook, "ClassGradebook", Gradebook)
     templates = {CH1.slug: _template(tmp_path / "template")}
@@ -176,21 +175,22 @@ def test_similarity_reaches_the_instructor_never_the_feedback(tmp_path: Path, mo
     out = tmp_path / "out"
     options = Options(tmp_path / "in", out, 1, progress=False, similarity_threshold=DEFAULT_THRESHOLD)
     assert grade._grade_tasks(options, tasks, templates, Pool(), tmp_path) == 0
-    with open(out / "similarity.csv", newline="") as handle:
+    with open(OutputFolder(out).similarity, newline="") as handle:
         rows = list(csv.DictReader(handle))
     assert [(r["assignment"], r["student_a"], r["student_b"]) for r in rows] == [(CH1.slug, "ada", "bob")]
     assert 0.9 <= float(rows[0]["similarity"]) <= 1 and int(rows[0]["shared_fingerprints"]) >= 50
-    report = (out / "report.html").read_text()
+    report = OutputFolder(out).report.read_text()
     assert "Similar code" in report and "not a verdict" in report and "<mark>" in report
-    pages = sorted(p.relative_to(out / "feedback").as_posix() for p in (out / "feedback").rglob("*") if p.is_file())
+    feedback = OutputFolder(out).all_feedback
+    pages = sorted(p.relative_to(feedback).as_posix() for p in feedback.rglob("*") if p.is_file())
     assert pages == [f"ada/{CH1.slug}/{CH1.notebook}.html", f"bob/{CH1.slug}/{CH1.notebook}.html"]
     for page in pages:
-        text = (out / "feedback" / page).read_text()
+        text = (feedback / page).read_text()
         assert text == "<p>your grade</p>", f"{page} holds more than the student's own feedback"
 
     off = Options(tmp_path / "in", out, 1, progress=False, similarity_threshold=None)
     assert grade._grade_tasks(off, tasks, templates, Pool(), tmp_path) == 0
-    assert not (out / "similarity.csv").exists() and "Similar code" not in (out / "report.html").read_text()
+    assert not OutputFolder(out).similarity.exists() and "Similar code" not in OutputFolder(out).report.read_text()
 
 
 def test_the_report_escapes_student_code(tmp_path: Path) -> None:
@@ -204,7 +204,7 @@ def test_the_report_escapes_student_code(tmp_path: Path) -> None:
 
 
 def test_an_empty_class_writes_the_header_only_and_turned_off_writes_nothing(tmp_path: Path) -> None:
-    path = tmp_path / "similarity.csv"
+    path = OutputFolder(tmp_path).similarity
     write_similarity(path, class_similarity([], {}, DEFAULT_THRESHOLD))
     assert path.read_text().splitlines() == ["assignment,student_a,student_b,similarity,shared_fingerprints"]
     write_similarity(path, class_similarity([], {}, None))

@@ -16,6 +16,7 @@ import pytest
 
 from autograder import submissions
 from autograder.csv_files import spreadsheet_safe, write_grades
+from autograder.layout import OutputFolder
 from autograder.records import Template
 from autograder.submissions import SubmissionsUnreadable, find, from_folder, from_zip, select, valid_student_id
 from autograder.tasks import make_tasks
@@ -413,8 +414,8 @@ def test_grades_csv_escapes_text_fields_only(tmp_path: Path) -> None:
              "reason": "=HYPERLINK(\"http://x\")", "lms_user_id": "", "late": False},
             {"student_id": "@SUM1", "assignment": "01_similarity", "score": 0.0, "max_score": 5.0, "reason": "",
              "lms_user_id": "-7", "late": True}]
-    write_grades(tmp_path / "grades.csv", rows)
-    with open(tmp_path / "grades.csv", newline="") as handle:
+    write_grades(OutputFolder(tmp_path).grades, rows)
+    with open(OutputFolder(tmp_path).grades, newline="") as handle:
         written = list(csv.reader(handle))
     assert written[1:] == [["'+1+1", "01_similarity", "2", "5", "'=HYPERLINK(\"http://x\")", "", "0"],
                            ["'@SUM1", "01_similarity", "0", "5", "", "'-7", "1"]]

@@ -1,0 +1,73 @@
+"""`OutputFolder`: the layout of a grading run's output folder (``--out DIR``), the one place its paths are
+spelled out. Every module that reads or writes DIR asks it for a path.
+
+    DIR/grades.csv                          one row per student and assignment (`autograder.csv_files`)
+    DIR/feedback/<student>/<assignment>/    the student's feedback pages (HTML)
+    DIR/report.html                         the class report (`autograder.report`)
+    DIR/similarity.csv                      similar pairs, for the instructor (`autograder.similarity`)
+    DIR/gradebook.db                        the class gradebook, unless ``--db`` names another (`autograder.gradebook`)
+    DIR/.state/<student>/<assignment>.json  each task's stored result (`autograder.state`)
+    DIR/.cache/                             the assignments' templates (`autograder.assignments`)
+    DIR/.logs/                              the workers' logs (`autograder.pool`)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class OutputFolder:
+    """The output folder ``root`` of a grading run, and where each of its files lives."""
+
+    root: Path
+
+    @property
+    def grades(self) -> Path:
+        return self.root / "grades.csv"
+
+    @property
+    def report(self) -> Path:
+        return self.root / "report.html"
+
+    @property
+    def similarity(self) -> Path:
+        return self.root / "similarity.csv"
+
+    @property
+    def gradebook(self) -> Path:
+        return self.root / "gradebook.db"
+
+    @property
+    def gradebook_url(self) -> str:
+        """The SQLAlchemy URL of the class gradebook when ``--db`` names none."""
+        return f"sqlite:///{self.gradebook}"
+
+    @property
+    def all_feedback(self) -> Path:
+        """The folder of every student's feedback folder."""
+        return self.root / "feedback"
+
+    def feedback(self, student: str, assignment: str) -> Path:
+        """The folder of one student's feedback pages for one assignment."""
+        return self.all_feedback / student / assignment
+
+    @property
+    def states(self) -> Path:
+        """The folder of the stored results."""
+        return self.root / ".state"
+
+    def state(self, student: str, assignment: str) -> Path:
+        """Where one student's result for one assignment is stored."""
+        return self.states / student / f"{assignment}.json"
+
+    @property
+    def cache(self) -> Path:
+        """The folder of the assignments' templates."""
+        return self.root / ".cache"
+
+    @property
+    def logs(self) -> Path:
+        """The folder of the workers' logs."""
+        return self.root / ".logs"
