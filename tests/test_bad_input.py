@@ -150,7 +150,7 @@ def _start(graded, name: str, seconds: int) -> tuple[subprocess.Popen, Path, Pat
     deadline = time.monotonic() + 120
     while not any("autograder.kernel" in line for line in _processes(str(folder / "tmp"))):
         if process.poll() is not None or time.monotonic() > deadline:
-            grades = out / "grades.csv"
+            grades = OutputFolder(out).grades
             pytest.fail(f"the kernel never ran: {process.communicate()}; "
                         f"grades.csv: {grades.read_text() if grades.exists() else 'not written'}")
         time.sleep(0.2)
