@@ -133,10 +133,10 @@ def _grade_tasks(options: Options, tasks: list[Task], templates: dict[str, Templ
     def finish(task: Task, result: Result, fresh: bool) -> None:
         if fresh:
             _write_feedback(out.feedback(task.student, task.assignment), result)
+        if fresh and task.key and not result.transient:
+            save_state(out, task, result)  # without the task's note: a rerun adds it again
         if task.note:
             result = replace(result, reason="; ".join(r for r in (task.note, result.reason) if r))
-        if fresh and task.key and not result.transient:
-            save_state(out, task, result)
         if not result.graded and valid_student_id(task.student):  # an invalid id names no folder
             shutil.rmtree(out.feedback(task.student, task.assignment), ignore_errors=True)
         outcomes[(task.student, task.assignment)] = result

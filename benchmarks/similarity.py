@@ -61,7 +61,8 @@ def independent_right_answers() -> list[tuple[float, str]]:
         starter = solution_sources(ch.exercise)
         reference = solution_sources(ch.solution)
         for cell in reference:
-            answers = {"reference": reference[cell], **{a.mistake: a.source for a in module.RIGHT if a.cell == cell}}
+            answers = {"reference": reference[cell],  # and the right answers not made by editing it
+                       **{a.mistake: a.source for a in module.RIGHT if a.cell == cell and not a.derived}}
             codes = {name: "\n\n".join(source if c == cell else starter[c] for c in starter)
                      for name, source in answers.items()}
             found = {(p.student_a, p.student_b): p.similarity

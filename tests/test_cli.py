@@ -22,7 +22,7 @@ from autograder.records import CellResult, Job, Options, Result, Task, Template
 from autograder.state import load_state, save_state
 from autograder.submissions import find
 from course import ROOT
-from tests.grading_helpers import FIXTURE_SOURCE
+from tests.grading_helpers import FIXTURE_SOURCE, InstantPool, NoGradebook, read_grades
 
 JOB = Job(Template("toy", "key", Path("/nonexistent"), ("toy",), ()), {"toy": None}, Limits(), isolate=True)
 
@@ -181,3 +181,19 @@ def test_release_copies_only_the_assignments_own_files(tmp_path: Path) -> None:
     assert generate(GenerateJob(template, str(tmp_path / "course"), "source")).status == "done"
     released = template.released
     assert sorted(str(p.relative_to(released)) for p in released.rglob("*")) == ["data.csv", "toy.ipynb"]
+
+
+def test_a_rerun_shows_a_tasks_note_once(tmp_path: Path, monkeypatch) -> None:
+    from autograder import gradebook, grade
+
+    monkeypatch.setattr(gradebook, "ClassGradebook", NoGradebook)
+    template = Template("toy", "key", tmp_path / "template", ("toy",), (("toy", "test_add", 1.0),))
+    note = "misnamed notebook: graded mine.ipynb as toy.ipynb"
+    task = Task("ada", "toy", {"toy": str(tmp_path / "mine.ipynb")}, note=note, key="k")
+    pool = InstantPool(Result("graded", "", (CellResult("toy", "test_add", 1.0, 1.0, True, ""),),
+                              feedback={"toy.html": "<p>your grade</p>"}))
+    options = Options(tmp_path / "in", tmp_path / "out", 1, progress=False)
+    for run in range(2):  # the second run reuses the stored result
+        assert grade._grade_tasks(options, [task], {"toy": template}, pool, tmp_path) == 0
+        assert read_grades(tmp_path / "out")[("ada", "toy")]["reason"] == note, f"run {run + 1}"
+    assert pool.jobs == 1, "the second run should have reused the stored result"

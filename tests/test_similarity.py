@@ -12,13 +12,14 @@ import pytest
 
 from autograder.__main__ import main
 from autograder.layout import OutputFolder
-from autograder.records import CellResult, Job, Options, Result, Task, Template
+from autograder.records import CellResult, Options, Result, Task, Template
 from autograder.report import render_report
 from autograder.similarity import (DEFAULT_THRESHOLD, Similarity, assignment_pairs, class_similarity, similar_pairs,
                                    write_similarity)
 from benchmarks.similarity import copies, independent_right_answers, rename
 from course.chapters import chapter, chapters
 from course.notebooks import solution_sources, student_notebook
+from tests.grading_helpers import InstantPool, NoGradebook
 
 CH1 = chapter("01_similarity")
 STARTER = solution_sources(CH1.exercise)
@@ -158,23 +159,15 @@ def _template(folder: Path) -> Template:
 def test_similarity_reaches_the_instructor_never_the_feedback(tmp_path: Path, monkeypatch) -> None:
     from autograder import gradebook, grade
 
-    class Gradebook:  # nbgrader's gradebook is not what this test is about
-        def __init__(self, *args) -> None: ...
-        def record(self, *args) -> None: ...
-        def close(self) -> None: ...
-
-    class Pool:  # every submission "graded" at once, with a feedback page of its own
-        def run(self, jobs: list[Job], timeout: float, done) -> None:
-            for index, job in enumerate(jobs):
-                done(index, Result("graded", "", (CellResult(CH1.notebook, "test_dot", 1.0, 1.0, True, ""),),
-                                   feedback={f"{CH1.notebook}.html": "<p>your grade</p>"}))
-
-    monkeypatch.setattr(gradebook, "ClassGradebook", Gradebook)
+    # Every submission "graded" at once, with a feedback page of its own.
+    pool = InstantPool(Result("graded", "", (CellResult(CH1.notebook, "test_dot", 1.0, 1.0, True, ""),),
+                              feedback={f"{CH1.notebook}.html": "<p>your grade</p>"}))
+    monkeypatch.setattr(gradebook, "ClassGradebook", NoGradebook)
     templates = {CH1.slug: _template(tmp_path / "template")}
     tasks = [Task(s, CH1.slug, _submit(tmp_path / "in", s, a)) for s, a in (("ada", ORIGINAL), ("bob", RENAMED))]
     out = tmp_path / "out"
     options = Options(tmp_path / "in", out, 1, progress=False, similarity_threshold=DEFAULT_THRESHOLD)
-    assert grade._grade_tasks(options, tasks, templates, Pool(), tmp_path) == 0
+    assert grade._grade_tasks(options, tasks, templates, pool, tmp_path) == 0
     with open(OutputFolder(out).similarity, newline="") as handle:
         rows = list(csv.DictReader(handle))
     assert [(r["assignment"], r["student_a"], r["student_b"]) for r in rows] == [(CH1.slug, "ada", "bob")]
@@ -189,7 +182,7 @@ def test_similarity_reaches_the_instructor_never_the_feedback(tmp_path: Path, mo
         assert text == "<p>your grade</p>", f"{page} holds more than the student's own feedback"
 
     off = Options(tmp_path / "in", out, 1, progress=False, similarity_threshold=None)
-    assert grade._grade_tasks(off, tasks, templates, Pool(), tmp_path) == 0
+    assert grade._grade_tasks(off, tasks, templates, pool, tmp_path) == 0
     assert not OutputFolder(out).similarity.exists() and "Similar code" not in OutputFolder(out).report.read_text()
 
 

@@ -23,12 +23,15 @@ class Answer:
     source: the cell's new source.
     message: for a wrong answer, text that some failing test's message must contain, so that the
         feedback names the misconception (empty: any failure will do).
+    derived: True when the source is the reference with a few edits (`mutant`), not written apart
+        from it (the similarity benchmark compares only answers written independently).
     """
 
     cell: str
     mistake: str
     source: str
     message: str = ""
+    derived: bool = False
 
 
 @functools.cache
@@ -51,7 +54,7 @@ def mutation(assignment: str, cell: str, *edits: tuple[str, str]) -> str:
 
 def mutant(assignment: str, cell: str, mistake: str, *edits: tuple[str, str], message: str = "") -> Answer:
     """An answer made by :func:`mutation`."""
-    return Answer(cell, mistake, mutation(assignment, cell, *edits), message)
+    return Answer(cell, mistake, mutation(assignment, cell, *edits), message, derived=True)
 
 
 def modules() -> list:
