@@ -22,6 +22,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import secrets
 import shutil
 import subprocess
 import sys
@@ -32,6 +33,9 @@ from pathlib import Path
 from autograder.limits import ENV, Limits
 
 KERNEL_NAME = "autograder-sandbox"
+# A Unix socket's path must fit in 107 bytes, and a job's folder under a long TMPDIR does not: the kernel's
+# sockets are reached through a short link, SOCKET_LINKS/ag-<hex> -> its folder, seen alike inside the sandbox.
+SOCKET_LINKS = Path("/tmp")
 SANDBOX_UID = 65534
 MIN_VERSION = (0, 8)
 PACKAGES = "/opt/grading/lib"
@@ -105,9 +109,20 @@ def _packages() -> dict[str, str]:
             for module in (autograder, course)}
 
 
-def _view(home: Path, tmp_bytes: int, proc: list[str]) -> list[str]:
-    """bwrap arguments for the filesystem a kernel sees (``home`` is its only writable folder), with ``proc``
-    the arguments that mount /proc."""
+def socket_link(home: Path) -> Path:
+    """A new link, `SOCKET_LINKS`/ag-<random hex>, to ``home``: the short path of the kernel's sockets."""
+    while True:
+        link = SOCKET_LINKS / f"ag-{secrets.token_hex(6)}"
+        try:
+            link.symlink_to(home)
+            return link
+        except FileExistsError:
+            continue
+
+
+def _view(home: Path, tmp_bytes: int, proc: list[str], link: Path | None = None) -> list[str]:
+    """bwrap arguments for the filesystem a kernel sees (``home`` is its only writable folder, also reached
+    through ``link`` when given: `socket_link`), with ``proc`` the arguments that mount /proc."""
     args: list[str] = []
     made = {"/"}
 
@@ -141,6 +156,9 @@ def _view(home: Path, tmp_bytes: int, proc: list[str]) -> list[str]:
     for source, target in _packages().items():
         bind(source, target)
     bind(str(home), str(home), "--bind")
+    if link is not None:
+        parents(str(link))
+        args.extend(["--symlink", str(home), str(link)])
     return args
 
 
@@ -157,17 +175,19 @@ def environment(home: Path, limits: Limits, preload: tuple[str, ...]) -> dict[st
     return env
 
 
-def command(home: Path, work: Path, limits: Limits, env: dict[str, str], program: list[str]) -> list[str]:
-    """The command that runs ``program`` in a sandbox whose writable folder is ``home`` (cwd ``work``)."""
+def command(home: Path, work: Path, limits: Limits, env: dict[str, str], program: list[str],
+            link: Path | None = None) -> list[str]:
+    """The command that runs ``program`` in a sandbox whose writable folder is ``home`` (cwd ``work``; also
+    reached through ``link``, a `socket_link`, when given)."""
     bwrap = bwrap_path()
     setenv = ["--clearenv"] + [arg for key, value in sorted(env.items()) for arg in ("--setenv", key, value)]
     if os.geteuid() != 0:
         return [bwrap, *NAMESPACES, "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID),
-                *_view(home, limits.tmp_bytes, ["--proc", "/proc"]), *setenv, "--chdir", str(work), "--", *program]
+                *_view(home, limits.tmp_bytes, ["--proc", "/proc"], link), *setenv, "--chdir", str(work), "--", *program]
     inner = [bwrap, *NAMESPACES, "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID), "--bind", "/", "/",
              "--dev", "/dev", "--proc", "/proc", "--chdir", str(work), "--", *program]
     # The inner bwrap mounts the kernel's own /proc, which needs a /proc without bwrap's covers here.
-    return [bwrap, "--die-with-parent", "--unshare-pid", *_view(home, limits.tmp_bytes, ["--bind", "/proc", "/proc"]),
+    return [bwrap, "--die-with-parent", "--unshare-pid", *_view(home, limits.tmp_bytes, ["--bind", "/proc", "/proc"], link),
             "--cap-add", "CAP_SETUID,CAP_SETGID,CAP_CHOWN", *setenv, "--chdir", str(work), "--",
             sys.executable, "-I", "-S", "-c", DROP, str(SANDBOX_UID), *inner]
 
@@ -195,15 +215,15 @@ def write_kernelspec(folder: Path, argv: list[str], env: dict[str, str] | None =
 
 
 def kernel_argv(home: Path, work: Path, limits: Limits, preload: tuple[str, ...],
-                isolate: bool) -> tuple[list[str], dict]:
+                isolate: bool, link: Path | None = None) -> tuple[list[str], dict]:
     """The kernelspec's argv and extra environment for one job: sandboxed, or (``isolate`` off) a plain
-    process of the grader's user with the same limits."""
+    process of the grader's user with the same limits; ``link``: a `socket_link` to ``home``."""
     env = environment(home, limits, preload)
     program = [sys.executable, "-m", "autograder.kernel", "-f", "{connection_file}"]
     if not isolate:
         env["PYTHONPATH"] = os.pathsep.join(str(Path(p).parent) for p in _packages())
         return program, env
-    return command(home, work, limits, env, program), {}
+    return command(home, work, limits, env, program, link), {}
 
 
 def describe_isolation(isolate: bool, cluster: bool = False) -> str:

@@ -47,15 +47,16 @@ from autograder.nbgrader_course import (course_config, generate_assignment, run_
 from autograder.limits import WORKER_HEADROOM  # noqa: E402
 from autograder.records import CellResult, GenerateJob, Job, Result, read_job  # noqa: E402
 from autograder.safe_html import with_csp  # noqa: E402
-from autograder.sandbox import KERNEL_NAME, kernel_argv, prepare_home, write_kernelspec  # noqa: E402
+from autograder.sandbox import KERNEL_NAME, kernel_argv, prepare_home, socket_link, write_kernelspec  # noqa: E402
 
 STUDENT = "student"
 _launches: list[float] = []
 _kernels: list[int] = []  # the process ids of this job's kernels (each the leader of its own session)
 
 
-def grading_config(course: Path, db_url: str, cell_timeout: int, home: Path):
-    """nbgrader's config for one job's throw-away course: the sandbox kernel, reached over Unix sockets in ``home``."""
+def grading_config(course: Path, db_url: str, cell_timeout: int, home: Path, sockets: Path):
+    """nbgrader's config for one job's throw-away course: the sandbox kernel, its connection file in ``home``,
+    reached over Unix sockets in ``sockets`` (a short link to ``home``: `autograder.sandbox.socket_link`)."""
     config = course_config(course, db_url, source_directory="source", submitted_directory="submitted",
                            autograded_directory="autograded", feedback_directory="feedback")
     config.Execute.timeout = cell_timeout
@@ -66,7 +67,7 @@ def grading_config(course: Path, db_url: str, cell_timeout: int, home: Path):
     config.Execute.iopub_timeout = 10
     config.Execute.raise_on_iopub_timeout = False
     config.KernelManager.transport = "ipc"
-    config.KernelManager.ip = str(home / "k")
+    config.KernelManager.ip = str(sockets / "k")
     config.KernelManager.connection_file = str(home / "connection.json")
     # nbgrader's LimitOutput keeps at most this many lines of each output in the autograded notebook (what this
     # worker holds and the messages are read from); `autograder.feedback.sanitize_for_feedback` then cuts
@@ -176,13 +177,15 @@ def grade_submission(job: Job, notebooks: dict[str, bytes | None]) -> Result:
     Not thread-safe (it sets JUPYTER_PATH for nbgrader): one job at a time per process.
     """
     workdir = Path(tempfile.mkdtemp(prefix="job-", dir=job.scratch or None))
+    sockets = socket_link(workdir / "kernel")
     try:
-        return _grade(job, notebooks, workdir)
+        return _grade(job, notebooks, workdir, sockets)
     finally:
+        sockets.unlink(missing_ok=True)
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-def _grade(job: Job, notebooks: dict[str, bytes | None], workdir: Path) -> Result:
+def _grade(job: Job, notebooks: dict[str, bytes | None], workdir: Path, sockets: Path) -> Result:
     assignment, template, limits = job.assignment, job.template, job.limits
     released = template.released
     course, home = workdir / "course", workdir / "kernel"
@@ -197,7 +200,7 @@ def _grade(job: Job, notebooks: dict[str, bytes | None], workdir: Path) -> Resul
     shutil.copyfile(template.gradebook, workdir / "gradebook.db")
     db_url = f"sqlite:///{workdir / 'gradebook.db'}"
     prepare_home(home)
-    argv, env = kernel_argv(home, home / "work", limits, template.preload, job.isolate)
+    argv, env = kernel_argv(home, home / "work", limits, template.preload, job.isolate, sockets)
     given = os.environ.setdefault("AUTOGRADER_JUPYTER_PATH", os.environ.get("JUPYTER_PATH", ""))
     os.environ["JUPYTER_PATH"] = os.pathsep.join(filter(None, [str(write_kernelspec(workdir / "jupyter", argv, env)),
                                                                given]))
@@ -207,7 +210,7 @@ def _grade(job: Job, notebooks: dict[str, bytes | None], workdir: Path) -> Resul
     _launches.clear()
     _kernels.clear()
     started = time.time()
-    config = grading_config(course, db_url, limits.cell_seconds, home)
+    config = grading_config(course, db_url, limits.cell_seconds, home, sockets)
     with DiskQuota(home, limits.disk_bytes, _kill_kernels) as quota:
         error_log = run_converter(Autograde, config, assignment, STUDENT)
     autograded_at = time.time()
@@ -229,8 +232,8 @@ def _grade(job: Job, notebooks: dict[str, bytes | None], workdir: Path) -> Resul
             sanitize_for_feedback(notebook)
             autograded.chmod(0o644)  # nbgrader leaves it read-only (only root could write it back)
             nbformat.write(notebook, autograded)
-    error_log = run_converter(GenerateFeedback, grading_config(course, db_url, limits.cell_seconds, home), assignment,
-                              STUDENT)
+    config = grading_config(course, db_url, limits.cell_seconds, home, sockets)
+    error_log = run_converter(GenerateFeedback, config, assignment, STUDENT)
     feedback = {html.name: with_csp(html.read_text())
                 for html in sorted((course / "feedback" / STUDENT / assignment).glob("*.html"))}
     if error_log:

@@ -26,7 +26,7 @@ import pytest
 from autograder.layout import OutputFolder
 from autograder.limits import Limits
 from autograder.pool import Pool, WorkerStartError
-from autograder.sandbox import command, environment
+from autograder.sandbox import command, environment, prepare_home, socket_link
 from course import ROOT
 from tests import sandbox_attacks as attacks
 from tests.grading_helpers import (FIXTURE_SOURCE, HIDDEN_MARKER, grade_cli, read_grades, released_notebooks,
@@ -282,3 +282,22 @@ def test_an_environment_under_tmp_stays_visible(monkeypatch, tmp_path) -> None:
     args = command(tmp_path, tmp_path, Limits(), {}, ["python"])
     binds = [i for i, arg in enumerate(args) if arg == "/tmp/checkout/.venv" and args[i - 1] == "--ro-bind"]
     assert binds and args.index("--tmpfs") < binds[0], "the private /tmp would hide the interpreter under /tmp"
+
+
+@pytest.mark.sandbox
+def test_a_kernel_under_a_long_tmpdir_binds_its_sockets_through_the_short_link(tmp_path) -> None:
+    # A Unix socket's path fits in 107 bytes; a job folder under a long TMPDIR (pytest-xdist's) does not.
+    require_sandbox()
+    home = tmp_path / ("a-long-folder-name-" * 5) / "kernel"
+    home.mkdir(parents=True)
+    prepare_home(home)
+    link = socket_link(home)
+    try:
+        assert len(str(home / "k-1")) > 107 and len(str(link / "k-1")) < 40
+        code = f"import socket; socket.socket(socket.AF_UNIX).bind({str(link / 'k-1')!r})"
+        done = subprocess.run(command(home, home, Limits(), environment(home, Limits(), ()),
+                                      [sys.executable, "-c", code], link), capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        assert stat.S_ISSOCK((home / "k-1").lstat().st_mode), "the socket should land in the kernel's own folder"
+    finally:
+        link.unlink()
