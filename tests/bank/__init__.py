@@ -40,16 +40,20 @@ def reference(assignment: str, cell: str) -> str:
     return solution_sources(chapter(assignment).solution)[cell]
 
 
-def mutation(assignment: str, cell: str, *edits: tuple[str, str]) -> str:
-    """The reference source of ``cell`` with each edit ``(old, new)`` applied: a wrong (or differently
-    written) answer as a one-line change of the reference. ValueError unless each ``old`` occurs exactly
-    once, so that a bank entry breaks loudly when the reference changes under it."""
-    source = reference(assignment, cell)
+def edit(source: str, *edits: tuple[str, str], where: str = "the base answer") -> str:
+    """``source`` with each edit ``(old, new)`` applied. ValueError unless each ``old`` occurs exactly once,
+    so that a bank entry breaks loudly when the source changes under it."""
     for old, new in edits:
         if source.count(old) != 1:
-            raise ValueError(f"{assignment}:{cell}: {old!r} occurs {source.count(old)} times, not once")
+            raise ValueError(f"{where}: {old!r} occurs {source.count(old)} times, not once")
         source = source.replace(old, new)
     return source
+
+
+def mutation(assignment: str, cell: str, *edits: tuple[str, str]) -> str:
+    """The reference source of ``cell`` with each edit applied (`edit`): a wrong (or differently written)
+    answer as a one-line change of the reference."""
+    return edit(reference(assignment, cell), *edits, where=f"{assignment}:{cell}")
 
 
 def mutant(assignment: str, cell: str, mistake: str, *edits: tuple[str, str], message: str = "") -> Answer:

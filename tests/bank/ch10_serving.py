@@ -5,15 +5,14 @@ Most wrong answers are one-line mutations of a correct answer written as a stude
 line it changes is there exactly once), so each differs from a right answer by exactly the mistake it names.
 """
 
-from tests.bank import Answer
+from tests.bank import Answer, edit
 
 ASSIGNMENT = "10_serving"
 
 
 def _swap(source: str, old: str, new: str) -> str:
-    """source with its one occurrence of old replaced by new."""
-    assert source.count(old) == 1, f"the bank's base answer holds {old!r} {source.count(old)} times, not once"
-    return source.replace(old, new)
+    """A wrong answer: the bank's base answer ``source`` with its one ``old`` replaced by ``new``."""
+    return edit(source, (old, new))
 
 
 _MASK = '''
