@@ -133,11 +133,12 @@ class _Slot:
 
     def __init__(self, base: Path):
         from autograder.pool import Pool
+        from autograder.sandbox import remove_scratch
 
         self.base = base
-        # The jobs' folders: short paths, as the kernels' sockets live there (an ipc path holds ~100 bytes).
+        # The jobs' folders (the kernels' sockets are reached through short links: `socket_link`).
         self.scratch = Path(tempfile.mkdtemp(prefix="autograder-"))
-        atexit.register(shutil.rmtree, self.scratch, True)
+        atexit.register(remove_scratch, self.scratch)
         self.pool = Pool(1, base / "logs")
 
 

@@ -41,7 +41,7 @@ from autograder.csv_files import write_grades
 from autograder.progress import Progress
 from autograder.state import load_state, save_state
 from autograder.tasks import make_tasks
-from autograder.sandbox import SandboxUnavailable, check, describe_isolation
+from autograder.sandbox import SandboxUnavailable, check, describe_isolation, remove_scratch
 from autograder.similarity import class_similarity, write_similarity
 from autograder.submissions import SubmissionsUnreadable, find, normal_id, select, valid_student_id
 
@@ -101,7 +101,7 @@ def grade(options: Options) -> int:
         pool.close()
         if cluster:
             cluster.close()
-        shutil.rmtree(scratch, ignore_errors=True)
+        remove_scratch(scratch)
 
 
 def _handed_in(found: dict, options: Options) -> set[str] | None:

@@ -120,6 +120,19 @@ def socket_link(home: Path) -> Path:
             continue
 
 
+def remove_scratch(scratch: Path) -> None:
+    """Remove a grader's scratch folder, the socket links into it (`socket_link`) that a killed worker left,
+    and the links whose job folder is gone (left by a grader killed with SIGKILL)."""
+    for link in SOCKET_LINKS.glob("ag-*"):
+        try:
+            target = Path(os.readlink(link))
+            if target.is_relative_to(scratch) or not target.parent.exists():
+                link.unlink()
+        except OSError:
+            continue
+    shutil.rmtree(scratch, ignore_errors=True)
+
+
 def _view(home: Path, tmp_bytes: int, proc: list[str], link: Path | None = None) -> list[str]:
     """bwrap arguments for the filesystem a kernel sees (``home`` is its only writable folder, also reached
     through ``link`` when given: `socket_link`), with ``proc`` the arguments that mount /proc."""

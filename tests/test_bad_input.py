@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from autograder.layout import OutputFolder
+from autograder.sandbox import SOCKET_LINKS
 from tests.grading_helpers import (FIXTURE_SOURCE, ROOT, grade_cli, read_grades, released_notebooks, require_sandbox,
                                    solution_sources, student_notebook)
 
@@ -168,6 +169,8 @@ def test_a_killed_worker_is_graded_again_on_the_next_run(graded) -> None:
     again = grade_cli(out.parent / "subs", "--out", out, "--jobs", "1", *OPTIONS)
     assert again.returncode == 0 and "(1 run now, 0 kept from an earlier run)" in again.stderr, again.stderr
     assert read_grades(out)[("sleepy", "toy")]["score"] == "5"
+    left = [link for link in SOCKET_LINKS.glob("ag-*") if link.is_symlink() and str(tmp) in os.readlink(link)]
+    assert left == [], "the killed worker's socket link should be removed with the grader's scratch folder"
 
 
 def test_workers_and_kernels_die_with_the_grader(graded) -> None:
