@@ -1,21 +1,32 @@
-"""Run a graded notebook in-process, nbgrader-style, with some solution cells replaced.
+"""Run a graded notebook as trusted scoring does, nbgrader-style, with some solution cells replaced.
 
-Used by the wrong-answer bank: hundreds of variants cannot each afford a kernel start. The
-scoring follows nbgrader's rule for autograded test cells: a test cell earns its points when it
-raises nothing and writes nothing to stderr (warnings included). `tests/test_grading.py` checks
-that this agrees with a real `nbgrader autograde` on a sample of variants.
+Used by the wrong-answer bank: hundreds of variants cannot each afford a kernel start. The student's
+cells (answers, and the given cells too) run in a stand-in for the kernel, one long-lived
+``python -m autograder.served`` subprocess reset between notebooks; the test cells run here, in
+`autograder.test_cells.TrustedCells`, reaching the notebook's names through the channel
+(`autograder.remote`), exactly as the grader runs them. The scoring follows nbgrader's rule for
+autograded test cells: a test cell earns its points when it raises nothing and nothing (its own
+output or the student code it called) writes to stderr. `tests/test_grading.py` checks that this
+agrees with a real `python -m autograder grade` on a sample of variants.
 """
 
 from __future__ import annotations
 
-import contextlib
-import io
-import traceback
-import warnings
+import atexit
+import socket
+import subprocess
+import sys
+import tempfile
+import time
 from dataclasses import dataclass
+from pathlib import Path
 
+from autograder.remote import Session, wait_for_connection
+from autograder.test_cells import CellRun, TrustedCells, answer_names
 from course.chapters import chapter
 from course.notebooks import code_cells
+
+CALL_SECONDS = 120
 
 
 @dataclass(frozen=True)
@@ -28,36 +39,75 @@ class TestCell:
     message: str
 
 
-def _run_cell(source: str, namespace: dict) -> str | None:
-    """Execute one cell; returns a failure description (error or stderr), or None."""
-    stderr = io.StringIO()
-    with warnings.catch_warnings(record=True) as caught, contextlib.redirect_stderr(stderr), \
-            contextlib.redirect_stdout(io.StringIO()):
-        warnings.simplefilter("always")
-        try:
-            exec(compile(source, "<cell>", "exec"), namespace)  # noqa: S102 - running our own notebooks
-        except BaseException as error:  # noqa: BLE001 - a failing cell is data here
-            if isinstance(error, KeyboardInterrupt):
-                raise
-            return "".join(traceback.format_exception_only(type(error), error)).strip()
-    if caught:
-        return f"wrote a warning to stderr: {caught[0].category.__name__}: {caught[0].message}"
-    if stderr.getvalue():
-        return f"wrote to stderr: {stderr.getvalue()[:500]}"
+class StandIn:
+    """The stand-in kernel: a served subprocess and the connection to it."""
+
+    def __init__(self) -> None:
+        self.folder = tempfile.TemporaryDirectory(prefix="ag-bank-")
+        path = str(Path(self.folder.name) / "s")
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        listener.bind(path)
+        listener.listen(1)
+        self.process = subprocess.Popen([sys.executable, "-m", "autograder.served", path])
+        self.sock = wait_for_connection(listener, time.monotonic() + 60)
+        listener.close()
+
+    def session(self) -> Session:
+        """A fresh trusted session on the same connection, the stand-in's namespace emptied."""
+        session = Session(CALL_SECONDS)
+        session.attach(self.sock)
+        session.request({"op": "reset"})
+        return session
+
+    def close(self) -> None:
+        self.process.kill()
+        self.process.wait()
+        self.folder.cleanup()
+
+
+_stand_in: StandIn | None = None
+
+
+def _kernel() -> StandIn:
+    global _stand_in
+    if _stand_in is None or _stand_in.process.poll() is not None:
+        _stand_in = StandIn()
+        atexit.register(_stand_in.close)
+    return _stand_in
+
+
+def _failure(run: CellRun) -> str | None:
+    if run.error is not None:
+        return f"{run.error.ename}: {run.error.evalue}"
+    if run.stderr:
+        return f"wrote to stderr: {run.stderr[:500]}"
     return None
 
 
 def run_notebook(assignment: str, replacements: dict[str, str] | None = None) -> list[TestCell]:
     """Run the solution notebook top to bottom with cells replaced by grade_id; score its test cells."""
+    global _stand_in
     replacements = dict(replacements or {})
-    namespace: dict = {"__name__": "__main__"}
+    cells = code_cells(chapter(assignment).solution)
+    trusted = TrustedCells(answer_names([source for meta, source in cells if meta.get("solution")]))
+    session = _kernel().session()
     results = []
-    for meta, source in code_cells(chapter(assignment).solution):
-        grade_id = meta.get("grade_id")
+    for meta, source in cells:
+        grade_id = meta.get("grade_id", "")
         source = replacements.pop(grade_id, source)
-        failure = _run_cell(source, namespace)
-        if meta.get("grade"):
+        if meta.get("grade") and not meta.get("solution"):
+            run = trusted.run_test(source, grade_id, session)
+            if session.broken:
+                _stand_in = None  # a broken connection: the next notebook gets a new stand-in
+            printed = {} if session.broken else session.request({"op": "output"})[0]
+            run = CellRun(run.stdout + printed.get("stdout", ""), run.stderr + printed.get("stderr", ""), run.error)
+            failure = _failure(run)
             results.append(TestCell(grade_id, float(meta.get("points", 0)), failure is None, failure or ""))
+            continue
+        if meta.get("locked"):
+            trusted.run_given(source, grade_id)
+        if not session.broken:
+            session.request({"op": "exec"}, source)
     if replacements:
         raise KeyError(f"no such cells in {assignment}: {sorted(replacements)}")
     return results

@@ -1,0 +1,373 @@
+"""The trusted end of the channel: the notebook's names as remote handles, for test cells run outside the sandbox.
+
+A `Session` talks to `autograder.served` in the student's kernel over one Unix socket. Test code
+sees `RemoteObject` handles: calling one sends the arguments as data (`autograder.channel`) and
+rebuilds the result from data, so every value a test checks is a genuine float, array or tensor
+made here, whatever the student's code did. Objects that are not data (a `MultiHeadAttention`, a
+cache, a bound method) come back as further handles. The other way, objects of the test that the
+student's code receives (a recording model, a hook) stay here and are called back (`Trusted` there).
+
+Semantics kept across the boundary:
+- an array or tensor argument that the call changed in place is changed here too;
+- torch's random state travels with each call, so ``torch.manual_seed`` in a test seeds the
+  student's initialisation as it would in one process;
+- a tensor that depends on arguments that require grad gets a gradient function here whose backward
+  asks the sandbox for the gradients (`_RemoteGrad`), so ``out.backward()`` and ``gradcheck`` work;
+- tensors that share memory there share it here (`autograder.tensors`);
+- an exception there is raised here as the builtin type it is or derives from, with its message.
+
+A session that times out or receives what the protocol forbids is broken: that call and every
+later one raise `ChannelError`, so only the tests that need the kernel lose their points.
+"""
+
+from __future__ import annotations
+
+import builtins
+import itertools
+import socket
+import sys
+import time
+import weakref
+from typing import Any
+
+from autograder.channel import ChannelError, Codec, Frame, Ref, RemoteException, recv_frame, send_frame
+
+BUILTIN_ERRORS = {name: value for name, value in vars(builtins).items()
+                  if isinstance(value, type) and issubclass(value, Exception)}
+DUNDER_ATTRIBUTES = frozenset({"__name__", "__qualname__"})
+
+
+class RemoteError(Exception):
+    """Marks an exception raised by the student's code whose type is not a builtin one."""
+
+
+_error_classes: dict[tuple[str, str], type] = {}
+
+
+def as_exception(error: RemoteException) -> Exception:
+    """The student's exception as one raised here: its builtin type, or a class of its name that
+    derives from the builtin type it derives from (else from `RemoteError`)."""
+    if error.type_name in BUILTIN_ERRORS:
+        return BUILTIN_ERRORS[error.type_name](error.message)
+    base = next((BUILTIN_ERRORS[b.removeprefix("builtins.")] for b in error.bases
+                 if b.removeprefix("builtins.") in BUILTIN_ERRORS and b.startswith("builtins.")), Exception)
+    key = (error.type_name, base.__name__)
+    if key not in _error_classes:
+        name = error.type_name if error.type_name.isidentifier() else "StudentError"
+        _error_classes[key] = type(name, (base, RemoteError), {"__module__": "notebook"})
+    return _error_classes[key](error.message)
+
+
+class Session:
+    """The trusted side's dealings with one student's kernel, over one connection at a time
+    (`attach`, `end`): the kernel's objects stay numbered from one connection to the next.
+    ``timeout``: seconds each answer may take."""
+
+    def __init__(self, timeout: float) -> None:
+        self.timeout = timeout
+        self.sock: socket.socket | None = None
+        self.broken: str | None = "the notebook's kernel is not connected to the grader"
+        self.handles: weakref.WeakValueDictionary[int, RemoteObject] = weakref.WeakValueDictionary()
+        self.lent: dict[int, Any] = {}
+        self.lent_numbers: dict[int, int] = {}
+        self.counter = itertools.count(1)
+        self.released: list[int] = []
+        self.torch = "torch" in sys.modules
+        hooks: tuple = (None, None)
+        if self.torch:
+            from autograder.tensors import TrustedStorages, encode_plain
+
+            hooks = (encode_plain, TrustedStorages().decode)
+        self.codec = Codec(self._make_ref, self._resolve, *hooks)
+
+    # -- references ------------------------------------------------------------------------------
+    def _make_ref(self, value: Any) -> Ref:
+        if type(value) is RemoteObject and object.__getattribute__(value, "_session") is self:
+            return object.__getattribute__(value, "_ref")
+        key = id(value)
+        if key not in self.lent_numbers:
+            self.lent_numbers[key] = next(self.counter)
+            self.lent[self.lent_numbers[key]] = value
+        kind = type(value)
+        return Ref("trusted", self.lent_numbers[key], kind.__qualname__, (), callable(value))
+
+    def _resolve(self, ref: Ref) -> Any:
+        if ref.side == "trusted":
+            if ref.id not in self.lent:
+                raise ChannelError(f"the kernel referred to object {ref.id} of the grader, which it was never given")
+            return self.lent[ref.id]
+        handle = self.handles.get(ref.id)
+        if handle is None:
+            while ref.id in self.released:  # an earlier handle of it died, but the kernel still holds it
+                self.released.remove(ref.id)
+            handle = RemoteObject(self, ref)
+            self.handles[ref.id] = handle
+            weakref.finalize(handle, self.released.append, ref.id)
+        return handle
+
+    # -- requests --------------------------------------------------------------------------------
+    def request(self, header: dict, payload: Any = None) -> tuple[Any, dict, list[bytes]]:
+        """Send a request; answer the kernel's callbacks meanwhile; return (value, answer header, buffers)."""
+        if self.broken or self.sock is None:
+            raise ChannelError(self.broken or "the notebook's kernel is not connected to the grader")
+        if self.released and header.get("op") != "release":
+            ids, self.released = self.released, []
+            self.request({"op": "release"}, ids)
+        buffers: list[bytes] = []
+        header = dict(header, payload=self.codec.encode(payload, buffers))
+        try:
+            self.sock.settimeout(self.timeout)
+            send_frame(self.sock, Frame(header, buffers))
+            while True:
+                frame = recv_frame(self.sock)
+                answer = frame.header
+                if type(answer) is not dict:
+                    raise ChannelError("the kernel sent an answer that is not an object")
+                if "op" in answer:
+                    send_frame(self.sock, self._callback(answer, frame.buffers))
+                    continue
+                if "error" in answer:
+                    error = self.codec.decode(answer["error"], frame.buffers)
+                    if type(error) is not RemoteException:
+                        raise ChannelError("the kernel sent a malformed error")
+                    raise as_exception(error)
+                return self.codec.decode(answer.get("ok"), frame.buffers), answer, frame.buffers
+        except (OSError, ChannelError) as error:
+            reason = "the kernel took too long to answer" if isinstance(error, TimeoutError) else str(error)
+            self.broken = f"the notebook's kernel stopped answering the grader: {reason}"
+            raise ChannelError(self.broken) from None
+
+    def _callback(self, request: dict, buffers: list[bytes]) -> Frame:
+        """Run a call of the student's code into an object of the test; its answer as a frame."""
+        out: list[bytes] = []
+        try:
+            target = self._resolve(Ref("trusted", request.get("target") if type(request.get("target")) is int else -1))
+            op, method = request.get("op"), request.get("method")
+            if op == "attr":
+                name = request.get("name")
+                if type(name) is not str or name.startswith("_"):
+                    raise AttributeError(f"the grader's object has no public attribute {str(name)[:40]!r}")
+                value = getattr(target, name)
+            elif op == "callback" and method in (None, "__getitem__", "__len__", "__iter__"):
+                args, kwargs = self.codec.decode(request.get("payload"), buffers)
+                if type(args) is not tuple or type(kwargs) is not dict:
+                    raise ChannelError("the kernel sent malformed arguments")
+                grad = request.get("grad", True) is True
+                value = self._run_callback(target, method, args, kwargs, grad)
+            else:
+                raise ChannelError(f"the kernel sent an unknown request {str(op)[:40]!r}")
+            return Frame({"ok": self.codec.encode(value, out)}, out)
+        except ChannelError:
+            raise
+        except Exception as error:  # noqa: BLE001 - the test's object raised: the student's code sees it
+            return Frame({"error": self.codec.encode(RemoteException(type(error).__name__, str(error)), out)}, out)
+
+    def _run_callback(self, target: Any, method: str | None, args: tuple, kwargs: dict, grad: bool) -> Any:
+        if method == "__iter__":
+            return list(target)
+        function = getattr(target, method) if method else target
+        if not self.torch:
+            return function(*args, **kwargs)
+        import torch
+
+        with torch.set_grad_enabled(grad):
+            return function(*args, **kwargs)
+
+    # -- operations ------------------------------------------------------------------------------
+    def lookup(self, names: list[str]) -> dict[str, Any]:
+        """The notebook's values of ``names`` (a `RemoteException` for a name it does not define)."""
+        values, _, _ = self.request({"op": "lookup"}, names)
+        if type(values) is not list or len(values) != len(names):
+            raise ChannelError("the kernel answered a lookup with the wrong number of values")
+        return dict(zip(names, values))
+
+    def simple(self, op: str, target: int, payload: Any = None) -> Any:
+        """A request about one object that returns a value."""
+        return self.request({"op": op, "target": target}, payload)[0]
+
+    def call(self, target: int, method: str | None, args: tuple, kwargs: dict) -> Any:
+        """Call the student's object (or its ``method``) with ``args`` and ``kwargs``."""
+        extra: dict = {}
+        if self.torch:
+            import torch
+
+            extra["rng"] = torch.get_rng_state()
+        value, answer, buffers = self.request({"op": "call", "target": target, "method": method},
+                                              (args, kwargs, extra))
+        if "after" in answer:
+            self._write_back(args, kwargs, self.codec.decode(answer["after"], buffers))
+        if self.torch and "rng" in answer:
+            self._set_rng(self.codec.decode(answer["rng"], buffers))
+        if "token" in answer:
+            from autograder.remote_grad import attach
+
+            value = attach(self, value, args, kwargs, self.codec.decode(answer["token"], buffers))
+        return value
+
+    def backward(self, token: int, grads: list) -> list:
+        """The gradients of a call's arguments that required grad, given its outputs' gradients."""
+        found = self.request({"op": "backward"}, (token, grads))[0]
+        if type(found) is not list:
+            raise ChannelError("the kernel answered backward with something other than a list")
+        return found
+
+    def _write_back(self, args: tuple, kwargs: dict, changed: Any) -> None:
+        import numpy as np
+
+        originals = [*args, *kwargs.values()]
+        if type(changed) is not dict:
+            raise ChannelError("the kernel sent malformed changed arguments")
+        for index, value in changed.items():
+            if type(index) is not int or not 0 <= index < len(originals):
+                raise ChannelError("the kernel named an argument that does not exist")
+            original = originals[index]
+            if type(original) is np.ndarray and type(value) is np.ndarray and value.shape == original.shape \
+                    and original.flags.writeable:
+                original[...] = value
+            elif self.torch:
+                import torch
+
+                if isinstance(original, torch.Tensor) and type(value) in (torch.Tensor, torch.nn.Parameter) \
+                        and value.shape == original.shape and value.dtype == original.dtype:
+                    with torch.no_grad():
+                        original.copy_(value)
+
+    def _set_rng(self, state: Any) -> None:
+        import torch
+
+        if type(state) is torch.Tensor and state.dtype == torch.uint8 and state.shape == torch.get_rng_state().shape:
+            try:
+                torch.set_rng_state(state)
+            except RuntimeError:
+                pass
+
+    def attach(self, sock: socket.socket) -> None:
+        """Use a new connection from the kernel's server."""
+        self.sock, self.broken = sock, None
+
+    def end(self) -> None:
+        """Tell the kernel's server to return (when the connection still works), and close it."""
+        if self.sock is None:
+            return
+        try:
+            if not self.broken:
+                self.sock.settimeout(5)
+                send_frame(self.sock, Frame({"op": "done"}))
+                recv_frame(self.sock)
+        except (OSError, ChannelError):
+            pass
+        finally:
+            self.sock.close()
+            self.sock = None
+            self.broken = "the notebook's kernel is not connected to the grader"
+
+
+_synthetic: dict[tuple[str, tuple[str, ...]], type] = {}
+
+
+def _torch_class(qualified: str) -> type | None:
+    """torch's own class of that qualified name (torch.nn modules and the like), if it is one."""
+    module_name, _, name = qualified.rpartition(".")
+    if not module_name.startswith("torch.nn.") or module_name not in sys.modules:
+        return None
+    found = getattr(sys.modules[module_name], name, None)
+    return found if isinstance(found, type) else None
+
+
+def _class_of(ref: Ref) -> type:
+    """What ``handle.__class__`` says: torch's own class for a torch.nn object, else a stand-in class named
+    after the student's that derives from the torch.nn class theirs derives from, so that
+    ``isinstance(handle, nn.Module)`` and ``isinstance(handle, nn.Linear)`` hold as they would in one process."""
+    key = (ref.type_name, ref.bases)
+    if key not in _synthetic:
+        own = _torch_class(ref.type_name)
+        if own is not None:
+            _synthetic[key] = own
+        else:
+            module, _, name = ref.type_name.rpartition(".")
+            base = next((found for found in map(_torch_class, ref.bases) if found is not None), object)
+            _synthetic[key] = type(name or "object", (base,), {"__module__": module or "notebook", "__qualname__": name})
+    return _synthetic[key]
+
+
+class RemoteObject:
+    """A handle to one object in the student's kernel: call it, read and set its attributes, index it."""
+
+    __slots__ = ("_session", "_ref", "__weakref__")
+
+    def __init__(self, session: Session, ref: Ref) -> None:
+        object.__setattr__(self, "_session", session)
+        object.__setattr__(self, "_ref", ref)
+
+    @property  # type: ignore[misc]
+    def __class__(self) -> type:  # noqa: D105 - isinstance(handle, nn.Module) holds when the student's class is one
+        return _class_of(object.__getattribute__(self, "_ref"))
+
+    def _id(self) -> int:
+        return object.__getattribute__(self, "_ref").id
+
+    def _s(self) -> Session:
+        return object.__getattribute__(self, "_session")
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._s().call(self._id(), None, args, kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") and name.endswith("__") and name not in DUNDER_ATTRIBUTES:
+            raise AttributeError(name)
+        return self._s().simple("getattr", self._id(), name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        self._s().simple("setattr", self._id(), (name, value))
+
+    def __getitem__(self, key: Any) -> Any:
+        return self._s().call(self._id(), "__getitem__", (key,), {})
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        self._s().call(self._id(), "__setitem__", (key, value), {})
+
+    def __len__(self) -> int:
+        length = self._s().call(self._id(), "__len__", (), {})
+        if type(length) is not int or length < 0:
+            raise TypeError("__len__ of the notebook's object did not return a non-negative int")
+        return length
+
+    def __iter__(self):
+        items = self._s().simple("list", self._id())
+        if type(items) is not list:
+            raise TypeError("the notebook's object did not iterate to a list")
+        return iter(items)
+
+    def __contains__(self, item: Any) -> bool:
+        return self._s().call(self._id(), "__contains__", (item,), {}) is True
+
+    def __bool__(self) -> bool:
+        value = self._s().simple("bool", self._id())
+        if type(value) is not bool:
+            raise TypeError("bool() of the notebook's object did not return a bool")
+        return value
+
+    def __instancecheck__(self, instance: Any) -> bool:
+        if type(instance) is not RemoteObject:
+            return False
+        return self._s().simple("isinstance", self._id(), instance) is True
+
+    def __repr__(self) -> str:
+        try:
+            text = self._s().simple("repr", self._id())
+        except Exception:  # noqa: BLE001 - a repr for a message must not raise
+            text = None
+        ref = object.__getattribute__(self, "_ref")
+        return text if type(text) is str else f"<{ref.type_name} in the notebook>"
+
+    __str__ = __repr__
+
+
+def wait_for_connection(listener: socket.socket, deadline: float) -> socket.socket:
+    """Accept the kernel's connection to ``listener`` before ``deadline`` (time.monotonic)."""
+    listener.settimeout(max(0.1, deadline - time.monotonic()))
+    try:
+        connection, _ = listener.accept()
+    except OSError as error:
+        raise ChannelError(f"the notebook's kernel did not connect to the grader: {error}") from None
+    return connection
