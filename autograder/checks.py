@@ -82,7 +82,9 @@ def verify_untampered() -> None:
 
 
 def _describe_type(value: Any) -> str:
-    kind = type(value)
+    kind = getattr(value, "__class__", type(value))  # a remote handle names the student's class
+    if not isinstance(kind, type):
+        kind = type(value)
     return kind.__name__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
 
 

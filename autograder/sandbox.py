@@ -37,6 +37,9 @@ KERNEL_NAME = "autograder-sandbox"
 # sockets are reached through a short link, SOCKET_LINKS/ag-<hex> -> its folder, seen alike inside the sandbox.
 SOCKET_LINKS = Path("/tmp")
 SANDBOX_UID = 65534
+# Large blocks go back to the system when freed, so that the peak memory of a call, measured from outside
+# (`autograder.measure`), is not hidden by memory the kernel freed before it.
+MALLOC = {"MALLOC_MMAP_THRESHOLD_": str(256 << 10)}
 MIN_VERSION = (0, 8)
 PACKAGES = "/opt/grading/lib"
 SYSTEM = ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32")
@@ -182,7 +185,7 @@ def environment(home: Path, limits: Limits, preload: tuple[str, ...]) -> dict[st
            "PATH": os.pathsep.join([str(Path(sys.executable).parent), "/usr/local/bin", "/usr/bin", "/bin"]),
            "PYTHONPATH": PACKAGES, "PYTHONDONTWRITEBYTECODE": "1", "MPLCONFIGDIR": str(home / ".matplotlib"),
            "IPYTHONDIR": str(home / ".ipython"), "AUTOGRADER_PRELOAD": ",".join(preload),
-           "AUTOGRADER_TIMES_FILE": str(home / "kernel.times"), ENV: limits.to_json()}
+           "AUTOGRADER_TIMES_FILE": str(home / "kernel.times"), ENV: limits.to_json(), **MALLOC}
     env.update({key: os.environ[key] for key in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
                 if key in os.environ})
     return env

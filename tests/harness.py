@@ -13,6 +13,7 @@ agrees with a real `python -m autograder grade` on a sample of variants.
 from __future__ import annotations
 
 import atexit
+import os
 import socket
 import subprocess
 import sys
@@ -21,7 +22,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from autograder import measure
 from autograder.remote import Session, wait_for_connection
+from autograder.sandbox import MALLOC
 from autograder.test_cells import CellRun, TrustedCells, answer_names
 from course.chapters import chapter
 from course.notebooks import code_cells
@@ -48,7 +51,8 @@ class StandIn:
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         listener.bind(path)
         listener.listen(1)
-        self.process = subprocess.Popen([sys.executable, "-m", "autograder.served", path])
+        env = dict(os.environ, **MALLOC)
+        self.process = subprocess.Popen([sys.executable, "-m", "autograder.served", path], env=env)
         self.sock = wait_for_connection(listener, time.monotonic() + 60)
         listener.close()
 
@@ -90,7 +94,9 @@ def run_notebook(assignment: str, replacements: dict[str, str] | None = None) ->
     replacements = dict(replacements or {})
     cells = code_cells(chapter(assignment).solution)
     trusted = TrustedCells(answer_names([source for meta, source in cells if meta.get("solution")]))
-    session = _kernel().session()
+    stand_in = _kernel()
+    session = stand_in.session()
+    measure.TARGET.pid = stand_in.process.pid
     results = []
     for meta, source in cells:
         grade_id = meta.get("grade_id", "")
