@@ -1,11 +1,10 @@
-"""What a student sees of a graded notebook, and the canary cell that catches tampering.
+"""What a student sees of a graded notebook.
 
 `sanitize_for_feedback` removes hidden test code (sources, traceback lines, what hidden test cells
 printed, and verbatim copies of their lines anywhere in the outputs), shortens outputs and sanitises
 what the student wrote (`autograder.safe_html`: shown as text or safe HTML, never run);
 `cell_message` and `incidents` turn a graded notebook's outputs into the short reasons stored in
-`grades.csv` and the report; `add_canary` and `canary_problem` add and judge a last cell
-that must fail in a known way unless the notebook replaced the checks or how IPython runs cells.
+`grades.csv` and the report.
 """
 
 from __future__ import annotations
@@ -26,49 +25,6 @@ SECRET_MIN = 12  # shorter lines of a hidden test (`)`, `x = f(a)`) identify not
 OUTPUT_LIMIT = 2000
 MESSAGE_LIMIT = 2000
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
-
-
-CANARY = """# autograder canary {token}
-### BEGIN HIDDEN TESTS
-from autograder.checks import expect_close, expect_equal, expect_float, expect_ndarray, expect_raises
-
-_canary_caught = 0
-for _canary in (lambda: expect_equal(1, 2, "canary"), lambda: expect_close(1.0, 2.0, "canary"),
-                lambda: expect_float("1", "canary"), lambda: expect_ndarray([1.0], "canary"),
-                lambda: expect_raises(ValueError, lambda: None, "canary")):
-    try:
-        _canary()
-    except AssertionError:
-        _canary_caught += 1
-raise AssertionError(f"{token} {{_canary_caught}}")
-### END HIDDEN TESTS
-"""
-CANARY_CHECKS = 5
-TAMPERED = ("the notebook tampered with grading: it replaced autograder.checks or changed how cells run "
-            "(a failing test no longer failed)")
-
-
-def add_canary(path: Path, token: str) -> None:
-    """Append a last cell that must fail with ``token`` and the number of checks that failed in it.
-
-    It is written like a hidden test. If solution code replaced the checks (``autograder.checks``)
-    or made IPython swallow errors, the cell's outputs differ and the submission is not graded.
-    """
-    notebook = nbformat.read(path, as_version=4)
-    notebook.cells.append(nbformat.v4.new_code_cell(CANARY.format(token=token)))
-    nbformat.write(notebook, path)
-
-
-def canary_problem(notebook: nbformat.NotebookNode, token: str) -> str:
-    """Empty if the canary cell failed exactly as it must, else why not; removes it from ``notebook``."""
-    cells = [c for c in notebook.cells if c.cell_type == "code" and token in c.source]
-    notebook.cells = [c for c in notebook.cells if c not in cells]
-    errors = [o for c in cells for o in c.get("outputs", []) if o.output_type == "error"]
-    if any(o.ename in ("CellTimeoutError", "KeyboardInterrupt") for o in errors):
-        return "the notebook did not finish: the kernel was still busy at its last cell"
-    if [(o.ename, o.evalue) for o in errors] != [("AssertionError", f"{token} {CANARY_CHECKS}")]:
-        return TAMPERED
-    return ""
 
 
 def _text(value: Any) -> str:

@@ -22,9 +22,13 @@ from pathlib import Path
 
 @dataclass
 class Target:
-    """The process whose memory is measured; None means this one."""
+    """The process whose memory is measured: None means this one; `UNKNOWN` that the grader could not find
+    the kernel's process (then `peak_memory` raises rather than measure the wrong one)."""
 
     pid: int | None = None
+
+
+UNKNOWN = -1
 
 
 TARGET = Target()
@@ -47,6 +51,8 @@ def _status_kib(pid: int, field: str) -> int:
 @contextmanager
 def peak_memory() -> Iterator[Peak]:
     """Measure how far the student's process's resident memory rises during the block."""
+    if TARGET.pid == UNKNOWN:
+        raise RuntimeError("the grader could not find the kernel's process, so it cannot measure its memory")
     pid = TARGET.pid or os.getpid()
     Path(f"/proc/{pid}/clear_refs").write_text("5")
     start = _status_kib(pid, "VmRSS")

@@ -37,6 +37,18 @@ BUILTIN_ERRORS = {name: value for name, value in vars(builtins).items()
 DUNDER_ATTRIBUTES = frozenset({"__name__", "__qualname__"})
 
 
+def _import_torch() -> bool:
+    """Whether torch is available here (imported once per process: tensors may cross any channel)."""
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        return False
+    from autograder import checks
+
+    checks._capture_torch()
+    return True
+
+
 class RemoteError(Exception):
     """Marks an exception raised by the student's code whose type is not a builtin one."""
 
@@ -54,7 +66,8 @@ def as_exception(error: RemoteException) -> Exception:
     key = (error.type_name, base.__name__)
     if key not in _error_classes:
         name = error.type_name if error.type_name.isidentifier() else "StudentError"
-        _error_classes[key] = type(name, (base, RemoteError), {"__module__": "notebook"})
+        bases = (RemoteError,) if base is Exception else (base, RemoteError)
+        _error_classes[key] = type(name, bases, {"__module__": "notebook"})
     return _error_classes[key](error.message)
 
 
@@ -72,7 +85,7 @@ class Session:
         self.lent_numbers: dict[int, int] = {}
         self.counter = itertools.count(1)
         self.released: list[int] = []
-        self.torch = "torch" in sys.modules
+        self.torch = _import_torch()
         hooks: tuple = (None, None)
         if self.torch:
             from autograder.tensors import TrustedStorages, encode_plain
@@ -191,7 +204,7 @@ class Session:
         if self.torch:
             import torch
 
-            extra["rng"] = torch.get_rng_state()
+            extra["rng"] = torch.get_rng_state().numpy()
         value, answer, buffers = self.request({"op": "call", "target": target, "method": method},
                                               (args, kwargs, extra))
         if "after" in answer:
@@ -235,9 +248,11 @@ class Session:
     def _set_rng(self, state: Any) -> None:
         import torch
 
-        if type(state) is torch.Tensor and state.dtype == torch.uint8 and state.shape == torch.get_rng_state().shape:
+        import numpy as np
+
+        if type(state) is np.ndarray and state.dtype == np.uint8 and state.shape == tuple(torch.get_rng_state().shape):
             try:
-                torch.set_rng_state(state)
+                torch.set_rng_state(torch.from_numpy(state))
             except RuntimeError:
                 pass
 

@@ -258,14 +258,14 @@ class Server:
         before = [_snapshot(value) for value in (*args, *kwargs.values())]
         leaves = _leaves(args, kwargs)
         extra: dict = {}
-        if "rng" in state:
+        if "rng" in state and "torch" in sys.modules:
             import torch
 
-            torch.set_rng_state(state["rng"])
+            torch.set_rng_state(torch.from_numpy(state["rng"]))
             try:
                 result = function(*args, **kwargs)
             finally:
-                extra["rng"] = torch.get_rng_state()
+                extra["rng"] = torch.get_rng_state().numpy()
         else:
             result = function(*args, **kwargs)
         changed = {}

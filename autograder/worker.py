@@ -12,7 +12,9 @@ the submission as ``submitted/student/<assignment>/`` and a copy of the template
 ``nbgrader generate_assignment``, so autograde restores locked cells and hidden tests from it).
 nbgrader's Autograde runs each notebook in a kernel inside bubblewrap (`autograder.sandbox`) whose
 only writable folder is the job's ``kernel/`` (held under the disk quota, `autograder.guards.DiskQuota`,
-while the notebook runs); the scores are read back from the gradebook, hidden
+while the notebook runs), except its test cells: `autograder.trusted_execute.TrustedExecute` (in place
+of nbgrader's Execute) runs them here, in this worker, where no student code ever runs, reaching the
+notebook's names through the channel (`autograder.remote`). The scores are read back from the gradebook, hidden
 test code is removed, outputs shortened and nbgrader's GenerateFeedback writes the HTML.
 
 `autograder.pool` starts ``python -m autograder.worker`` processes: each says it is ready once
@@ -26,7 +28,6 @@ import json
 import os
 import re
 import resource
-import secrets
 import shutil
 import sys
 import tempfile
@@ -39,8 +40,7 @@ sys.modules.setdefault("rfc3987_syntax", None)
 
 import nbformat  # noqa: E402
 
-from autograder.feedback import (MESSAGE_LIMIT, add_canary, canary_problem, cell_message, incidents,  # noqa: E402
-                                 sanitize_for_feedback, shorten)
+from autograder.feedback import MESSAGE_LIMIT, cell_message, incidents, sanitize_for_feedback, shorten  # noqa: E402
 from autograder.guards import DiskQuota, die_with_parent, kill_group, watch_parent  # noqa: E402
 from autograder.nbgrader_course import (course_config, generate_assignment, run_converter,  # noqa: E402
                                          use_inprocess_alembic)  # noqa: E402
@@ -48,6 +48,9 @@ from autograder.limits import WORKER_HEADROOM  # noqa: E402
 from autograder.records import CellResult, GenerateJob, Job, Result, read_job  # noqa: E402
 from autograder.safe_html import with_csp  # noqa: E402
 from autograder.sandbox import KERNEL_NAME, kernel_argv, prepare_home, socket_link, write_kernelspec  # noqa: E402
+from autograder.trusted_execute import TrustedExecute  # noqa: E402
+from nbgrader.converters import Autograde  # noqa: E402
+from nbgrader.preprocessors import Execute  # noqa: E402
 
 STUDENT = "student"
 _launches: list[float] = []
@@ -72,6 +75,10 @@ def grading_config(course: Path, db_url: str, cell_timeout: int, home: Path, soc
     # nbgrader's LimitOutput keeps at most this many lines of each output in the autograded notebook (what this
     # worker holds and the messages are read from); `autograder.feedback.sanitize_for_feedback` then cuts
     # each remaining output to characters for the student's page (a line can be as long as a whole flood).
+    config.Autograde.autograde_preprocessors = [
+        TrustedExecute if step is Execute else step
+        for step in Autograde.class_traits()["autograde_preprocessors"].default()]
+    config.TrustedExecute.channel_folder = str(sockets)
     config.LimitOutput.max_lines = 200
     config.LimitOutput.max_traceback = 60
     return config
@@ -149,8 +156,8 @@ def _record_launches() -> None:
     execute.AsyncKernelManager = LaunchTimedKernelManager
 
 
-def _write_submission(notebooks: dict[str, bytes | None], submitted: Path, token: str) -> list[str]:
-    """Write each readable notebook with the canary cell appended; returns the problems of the others."""
+def _write_submission(notebooks: dict[str, bytes | None], submitted: Path) -> list[str]:
+    """Write each readable notebook; returns the problems of the others."""
     problems = []
     for name, data in notebooks.items():
         if data is None:
@@ -163,7 +170,6 @@ def _write_submission(notebooks: dict[str, bytes | None], submitted: Path, token
                             f"{shorten(str(error).splitlines()[0] if str(error) else '', 200)})")
             continue
         (submitted / f"{name}.ipynb").write_bytes(data)
-        add_canary(submitted / f"{name}.ipynb", token)
     return problems
 
 
@@ -193,8 +199,7 @@ def _grade(job: Job, notebooks: dict[str, bytes | None], workdir: Path, sockets:
     shutil.copytree(released, home / "work", ignore=shutil.ignore_patterns("*.ipynb"))
     submitted = course / "submitted" / STUDENT / assignment
     submitted.mkdir(parents=True)
-    token = f"canary-{secrets.token_hex(16)}"
-    problems = _write_submission(notebooks, submitted, token)
+    problems = _write_submission(notebooks, submitted)
     if problems:
         return Result("failed", "; ".join(problems))
     shutil.copyfile(template.gradebook, workdir / "gradebook.db")
@@ -204,7 +209,7 @@ def _grade(job: Job, notebooks: dict[str, bytes | None], workdir: Path, sockets:
     given = os.environ.setdefault("AUTOGRADER_JUPYTER_PATH", os.environ.get("JUPYTER_PATH", ""))
     os.environ["JUPYTER_PATH"] = os.pathsep.join(filter(None, [str(write_kernelspec(workdir / "jupyter", argv, env)),
                                                                given]))
-    from nbgrader.converters import Autograde, GenerateFeedback
+    from nbgrader.converters import GenerateFeedback
 
     _record_launches()
     _launches.clear()
@@ -225,9 +230,6 @@ def _grade(job: Job, notebooks: dict[str, bytes | None], workdir: Path, sockets:
         autograded = course / "autograded" / STUDENT / assignment / f"{name}.ipynb"
         if autograded.exists():
             notebook = nbformat.read(autograded, as_version=4)
-            problem = canary_problem(notebook, token) if data is not None else ""
-            if problem:
-                return Result("failed", problem)
             notes += incidents(notebook, limits.cell_seconds)
             sanitize_for_feedback(notebook)
             autograded.chmod(0o644)  # nbgrader leaves it read-only (only root could write it back)

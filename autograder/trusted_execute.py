@@ -1,0 +1,163 @@
+"""nbgrader's Execute, with every test cell run by the trusted harness instead of the student's kernel.
+
+`TrustedExecute` replaces nbgrader's `Execute` in Autograde's preprocessors (`autograder.worker`). It
+reads the assignment's cells from the gradebook (the course's sources, never the student's copy):
+
+- a test cell (visible or hidden) runs here, in `autograder.test_cells.TrustedCells`. Meanwhile the
+  kernel runs one line, ``autograder.served.serve(...)``, which connects to this process's Unix socket
+  (in the job's folder, reached through the sandbox's short link) and answers requests about the
+  notebook's names until the test cell ends. The cell's outputs are what the test printed, then what
+  the student's code printed while it was called; its error, if any, is the test's;
+- a given cell (locked code) runs in the kernel and here, from the gradebook's source;
+- every other cell (the student's) runs in the kernel only.
+
+The cell's outputs then go through nbgrader as before, which scores the cell from them. While a test
+cell runs, `autograder.measure.TARGET` is the kernel's process, so ``peak_memory`` measures it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+from nbclient.util import run_sync
+from nbgrader.api import Gradebook
+from nbgrader.preprocessors import Execute
+from traitlets import Unicode
+
+from autograder import measure
+from autograder.remote import Session
+from autograder.test_cells import CellRun, TrustedCells, answer_names
+
+SERVE = "__import__('autograder.served').served.serve({path!r}, globals())"
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The assignment's code cells by grade_id, from the gradebook."""
+
+    tests: dict[str, str]
+    given: dict[str, str]
+    names: tuple[str, ...]
+
+
+def read_plan(db_url: str, notebook: str, assignment: str) -> Plan:
+    """Which cells are tests and which are given, with the course's sources, and the answers' names."""
+    with Gradebook(db_url) as gradebook:
+        found = gradebook.find_notebook(notebook, assignment)
+        solutions = {cell.name for cell in found.solution_cells}
+        graded = {cell.name for cell in found.grade_cells}
+        sources = {cell.name: cell for cell in found.source_cells if cell.cell_type == "code"}
+        tests = {name: cell.source for name, cell in sources.items() if name in graded and name not in solutions}
+        given = {name: cell.source for name, cell in sources.items()
+                 if cell.locked and name not in graded and name not in solutions}
+        names = answer_names([cell.source for name, cell in sources.items() if name in solutions])
+    return Plan(tests, given, names)
+
+
+def kernel_pid(root: int) -> int | None:
+    """The kernel's process among ``root`` (bwrap, or the kernel itself) and its descendants, as this machine
+    numbers it: the one running ``-m autograder.kernel``. Called before any student code has run."""
+    pending = [root]
+    while pending:
+        pid = pending.pop()
+        try:
+            if b"autograder.kernel" in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0"):
+                return pid
+            for task in Path(f"/proc/{pid}/task").glob("*"):
+                pending += [int(c) for c in (task / "children").read_text().split()]
+        except OSError:
+            continue
+    return None
+
+
+def _outputs(run: CellRun) -> list:
+    outputs = []
+    if run.stdout:
+        outputs.append(nbformat.v4.new_output("stream", name="stdout", text=run.stdout))
+    if run.stderr:
+        outputs.append(nbformat.v4.new_output("stream", name="stderr", text=run.stderr))
+    if run.error is not None:
+        outputs.append(nbformat.v4.new_output("error", ename=run.error.ename, evalue=run.error.evalue,
+                                              traceback=list(run.error.traceback)))
+    return outputs
+
+
+class TrustedExecute(Execute):
+    """Execute whose test cells run outside the student's kernel (module docstring)."""
+
+    channel_folder = Unicode("", help="A folder both this process and the sandboxed kernel reach by the same "
+                                      "path (the job's socket link): the channel's socket goes there.").tag(config=True)
+
+    def preprocess(self, nb, resources, km=None):  # noqa: ANN001, ANN201 - nbconvert's signature
+        info = resources["nbgrader"]
+        self.plan = read_plan(info["db_url"], info["notebook"], info["assignment"])
+        self.trusted = TrustedCells(self.plan.names)
+        self.session = Session(float(self.timeout or 60))
+        self.serves = 0
+        self.kernel_pid: int | None = None
+        self.looked_for_kernel = False
+        try:
+            return super().preprocess(nb, resources, km)
+        finally:
+            self.session.end()
+            measure.TARGET.pid = None
+
+    async def async_execute_cell(self, cell, cell_index, execution_count=None, store_history=True):  # noqa: ANN001, ANN201
+        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+        if not self.looked_for_kernel:  # before the first cell: no student code has run yet
+            self.looked_for_kernel = True
+            process = getattr(self.km.provisioner, "process", None)
+            self.kernel_pid = kernel_pid(process.pid) if process is not None else None
+        if cell.cell_type != "code":
+            return await super().async_execute_cell(cell, cell_index, execution_count, store_history)
+        if grade_id in self.plan.tests:
+            cell.source = self.plan.tests[grade_id]
+            await self._run_test(cell, cell_index, grade_id)
+            return cell
+        if grade_id in self.plan.given:
+            cell.source = self.plan.given[grade_id]
+            self.trusted.run_given(cell.source, grade_id)
+        return await super().async_execute_cell(cell, cell_index, execution_count, store_history)
+
+    execute_cell = run_sync(async_execute_cell)  # nbclient binds its own coroutine here, not an override
+
+    async def _run_test(self, cell, cell_index: int, grade_id: str) -> None:  # noqa: ANN001
+        self.serves += 1
+        path = str(Path(self.channel_folder) / f"channel-{self.serves}.sock")
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        listener.bind(path)
+        Path(path).chmod(0o666)
+        listener.listen(1)
+        listener.setblocking(False)
+        serve_cell = nbformat.v4.new_code_cell(SERVE.format(path=path))
+        serving = asyncio.ensure_future(super().async_execute_cell(serve_cell, cell_index, None, False))
+        accepting = asyncio.ensure_future(asyncio.get_running_loop().sock_accept(listener))
+        try:
+            await asyncio.wait([serving, accepting], timeout=float(self.timeout or 60),
+                               return_when=asyncio.FIRST_COMPLETED)
+            session = None
+            if accepting.done() and not accepting.cancelled() and accepting.exception() is None:
+                connection, _ = accepting.result()
+                connection.setblocking(True)
+                self.session.attach(connection)
+                session = self.session
+                measure.TARGET.pid = self.kernel_pid or measure.UNKNOWN
+            else:
+                accepting.cancel()
+            run = self.trusted.run_test(cell.source, grade_id, session)
+            self.session.end()
+            if not serving.done():
+                await serving
+        finally:
+            listener.close()
+            Path(path).unlink(missing_ok=True)
+        cell.outputs = _outputs(run) + [output for output in serve_cell.outputs
+                                        if output.output_type == "stream" or output.output_type == "error"]
+        cell.execution_count = None
+        self.nb["cells"][cell_index] = cell  # nbclient put the serving cell there
+        self.log.debug("test cell %s ran in the trusted harness at %s", grade_id, time.time())
