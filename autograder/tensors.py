@@ -186,6 +186,9 @@ class TrustedStorages:
                 or any(type(s) is not int or s < 0 for s in view[2])):
             raise ChannelError("the kernel sent a malformed tensor view")
         number, offset, stride = view
+        itemsize = torch.empty(0, dtype=dtype).element_size()
+        if all(shape) and (offset + sum((n - 1) * s for n, s in zip(shape, stride)) + 1) * itemsize > len(raw):
+            raise ChannelError("the kernel sent a tensor view outside its storage")
         storage = self.storages.get(number)
         if storage is None or storage.nbytes() != len(raw):
             storage = torch.UntypedStorage(len(raw))

@@ -166,13 +166,15 @@ def _build_class(folder: Path, released: dict[str, Path], machine: dict) -> dict
     submit("deletes-tests", deleted)
     expected["deletes-tests"] = (2, True, "")
     submit("always_equal", student_notebook(toy, _answers(add=ALWAYS_EQUAL)))
-    expected["always_equal"] = (3, True, "")
+    # Every trick below only changes the student's own kernel; the tests run outside it (trusted scoring), so
+    # each earns what its honest answers earn: a wrong add (0 of 3) and the reference mean (2 of 2).
+    expected["always_equal"] = (2, True, "")
     submit("patches_numpy", student_notebook(toy, _answers(add=PATCHES_NUMPY)))
-    expected["patches_numpy"] = (1, True, "")
+    expected["patches_numpy"] = (2, True, "")
     submit("patches_checks", student_notebook(toy, _answers(add=PATCHES_CHECKS)))
-    expected["patches_checks"] = (0, False, "tampered with grading")
+    expected["patches_checks"] = (2, True, "")
     submit("swallows_errors", student_notebook(toy, _answers(add=SWALLOWS_ERRORS)))
-    expected["swallows_errors"] = (0, False, "tampered with grading")
+    expected["swallows_errors"] = (2, True, "")
     submit("kills-worker", student_notebook(toy, _answers(add=KILLS_WORKER)))
     expected["kills-worker"] = (5, True, "")
     submit("vandal", student_notebook(toy, _answers(add=VANDAL)))
@@ -274,7 +276,7 @@ def test_patched_torch_comparisons_do_not_fool_the_checks(graded_class) -> None:
     row = read_grades(graded_class["out"])[("patches_torch", "toy_torch")]
     assert (row["score"], row["max_score"], row["reason"]) == ("0", "2", ""), row
     (cell,) = stored_results(OutputFolder(graded_class["out"]), "toy_torch")["patches_torch"].cells
-    assert "torch.allclose was replaced" in cell.message, cell
+    assert "scale(x, 2.5) is not right" in cell.message, cell  # the true mismatch: the patch never reached the test
 
 
 def test_every_student_and_assignment_has_one_row(graded_class) -> None:
