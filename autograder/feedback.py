@@ -85,10 +85,13 @@ def cell_message(cell: nbformat.NotebookNode) -> str:
 
 
 def incidents(notebook: nbformat.NotebookNode, cell_timeout: int) -> list[str]:
-    """Notes on cells outside the tests that were stopped: timeouts, interrupts, memory errors."""
+    """Notes on cells outside the tests that were stopped (timeouts, interrupts, memory errors), and on the kernel's
+    death anywhere."""
     notes = []
     for cell in notebook.cells:
         meta = cell.metadata.get("nbgrader", {})
+        notes += [output.evalue for output in cell.get("outputs", [])
+                  if output.output_type == "error" and output.ename == "DeadKernelError"][:1]
         if cell.cell_type != "code" or meta.get("grade"):
             continue
         name = meta.get("grade_id", "a cell")

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
+from nbclient.exceptions import DeadKernelError
 from nbclient.util import run_sync
 from nbgrader.api import Gradebook
 from nbgrader.preprocessors import Execute
@@ -33,6 +34,7 @@ from autograder import measure
 from autograder.remote import Session
 from autograder.test_cells import CellRun, TrustedCells, answer_names
 
+DIED = "DeadKernelError"
 SERVE = "__import__('autograder.served').served.serve({path!r}, globals())"
 
 
@@ -101,6 +103,7 @@ class TrustedExecute(Execute):
         self.serves = 0
         self.kernel_pid: int | None = None
         self.looked_for_kernel = False
+        self.died = ""
         try:
             return super().preprocess(nb, resources, km)
         finally:
@@ -117,12 +120,24 @@ class TrustedExecute(Execute):
             return await super().async_execute_cell(cell, cell_index, execution_count, store_history)
         if grade_id in self.plan.tests:
             cell.source = self.plan.tests[grade_id]
-            await self._run_test(cell, cell_index, grade_id)
-            return cell
-        if grade_id in self.plan.given:
+        elif grade_id in self.plan.given:
             cell.source = self.plan.given[grade_id]
-            self.trusted.run_given(cell.source, grade_id)
-        return await super().async_execute_cell(cell, cell_index, execution_count, store_history)
+        if self.died:  # nothing runs after the kernel died; the tests that needed it fail with the reason
+            cell.outputs = [nbformat.v4.new_output("error", ename=DIED, evalue=self.died, traceback=[self.died])]
+            return cell
+        try:
+            if grade_id in self.plan.tests:
+                await self._run_test(cell, cell_index, grade_id)
+                return cell
+            if grade_id in self.plan.given:
+                self.trusted.run_given(cell.source, grade_id)
+            return await super().async_execute_cell(cell, cell_index, execution_count, store_history)
+        except DeadKernelError:
+            self.died = (f"the kernel died in cell '{grade_id or cell_index}' (a memory or CPU time limit, or the "
+                         "notebook ended it): the cells after it did not run")
+            cell.outputs = [nbformat.v4.new_output("error", ename=DIED, evalue=self.died, traceback=[self.died])]
+            self.nb["cells"][cell_index] = cell
+            return cell
 
     execute_cell = run_sync(async_execute_cell)  # nbclient binds its own coroutine here, not an override
 

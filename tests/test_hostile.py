@@ -152,7 +152,7 @@ def _build_class(folder: Path, released: dict[str, Path], machine: dict) -> dict
     # Ignores the interrupt: its kernel is ended by the CPU limit (or the job by its time limit), never graded.
     expected["stubborn"] = (0, False, "not graded: ")
     submit("dies", student_notebook(toy, _answers(add="import os\nos._exit(1)")))
-    expected["dies"] = (0, False, "the kernel died")
+    expected["dies"] = (0, True, "the kernel died")  # graded: the tests after its death fail, with the reason
     submit("hog", student_notebook(toy, _answers(mean="hog = np.ones(2**31)\n" + MEAN)))
     expected["hog"] = (3, True, "cell 'mean' ran out of memory")
     submit("syntax", student_notebook(toy, _answers(add="def add(a, b)\n    return a + b")))
