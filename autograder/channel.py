@@ -45,8 +45,8 @@ class ChannelError(Exception):
 class Limits:
     """Size limits checked on receipt."""
 
-    header_bytes: int = 64 << 20
-    buffer_bytes: int = 1 << 30
+    header_bytes: int = 16 << 20
+    buffer_bytes: int = 256 << 20
     buffers: int = 100_000
     depth: int = 40
     items: int = 2_000_000

@@ -23,6 +23,7 @@ later one raise `ChannelError`, so only the tests that need the kernel lose thei
 from __future__ import annotations
 
 import builtins
+import inspect
 import itertools
 import socket
 import sys
@@ -35,6 +36,10 @@ from autograder.channel import ChannelError, Codec, Frame, Ref, RemoteException,
 BUILTIN_ERRORS = {name: value for name, value in vars(builtins).items()
                   if isinstance(value, type) and issubclass(value, Exception)}
 DUNDER_ATTRIBUTES = frozenset({"__name__", "__qualname__"})
+# Methods torch gives every module that read it, or only switch dropout and the like: the student's code may call
+# these on a module a test lends it, besides the methods the test's own class defines (TinyDecoder.make_caches).
+READ_ONLY_METHODS = frozenset({"forward", "parameters", "named_parameters", "buffers", "named_buffers", "children",
+                               "named_children", "modules", "named_modules", "state_dict", "eval", "train"})
 
 
 def _import_torch() -> bool:
@@ -78,6 +83,7 @@ class Session:
 
     def __init__(self, timeout: float) -> None:
         self.timeout = timeout
+        self.deadline = float("inf")
         self.sock: socket.socket | None = None
         self.broken: str | None = "the notebook's kernel is not connected to the grader"
         self.handles: weakref.WeakValueDictionary[int, RemoteObject] = weakref.WeakValueDictionary()
@@ -129,9 +135,12 @@ class Session:
         buffers: list[bytes] = []
         header = dict(header, payload=self.codec.encode(payload, buffers))
         try:
-            self.sock.settimeout(self.timeout)
             send_frame(self.sock, Frame(header, buffers))
             while True:
+                left = min(self.timeout, self.deadline - time.monotonic())
+                if left <= 0:
+                    raise TimeoutError
+                self.sock.settimeout(left)
                 frame = recv_frame(self.sock)
                 answer = frame.header
                 if type(answer) is not dict:
@@ -157,10 +166,7 @@ class Session:
             target = self._resolve(Ref("trusted", request.get("target") if type(request.get("target")) is int else -1))
             op, method = request.get("op"), request.get("method")
             if op == "attr":
-                name = request.get("name")
-                if type(name) is not str or name.startswith("_"):
-                    raise AttributeError(f"the grader's object has no public attribute {str(name)[:40]!r}")
-                value = getattr(target, name)
+                value = _lent_attribute(target, request.get("name"))
             elif op == "callback" and method in (None, "__getitem__", "__len__", "__iter__"):
                 args, kwargs = self.codec.decode(request.get("payload"), buffers)
                 if type(args) is not tuple or type(kwargs) is not dict:
@@ -275,6 +281,19 @@ class Session:
             self.sock.close()
             self.sock = None
             self.broken = "the notebook's kernel is not connected to the grader"
+
+
+def _lent_attribute(target: Any, name: Any) -> Any:
+    """An attribute of an object a test lent to the student's code: data, a submodule, or a method that does not
+    change the test's object (its own class's methods, or `READ_ONLY_METHODS`)."""
+    if type(name) is not str or name.startswith("_"):
+        raise AttributeError(f"the grader's object has no public attribute {str(name)[:40]!r}")
+    value = getattr(target, name)
+    if inspect.ismethod(value) and name not in READ_ONLY_METHODS and not any(
+            name in vars(kind) for kind in type(target).__mro__ if not kind.__module__.startswith(("torch", "builtins"))):
+        raise AttributeError(f"{type(target).__name__}.{name} is not for the notebook to call: it would change "
+                             "the grader's object")
+    return value
 
 
 _synthetic: dict[tuple[str, tuple[str, ...]], type] = {}

@@ -13,6 +13,7 @@ import ast
 import contextlib
 import io
 import linecache
+import time
 import traceback
 import warnings
 from dataclasses import dataclass, field
@@ -65,9 +66,11 @@ def answer_names(sources: list[str]) -> tuple[str, ...]:
 
 @dataclass
 class TrustedCells:
-    """One notebook's trusted namespace; ``names``: what the answer cells define."""
+    """One notebook's trusted namespace; ``names``: what the answer cells define; ``cell_seconds``: how long the
+    student's code may take in all during one test cell (its calls and its calls back)."""
 
     names: tuple[str, ...]
+    cell_seconds: float = float("inf")
     namespace: dict = field(default_factory=lambda: {"__name__": "__main__"})
     count: int = 0
 
@@ -80,6 +83,7 @@ class TrustedCells:
         try:
             if session is None:
                 raise ChannelError("the notebook's kernel could not be reached")
+            session.deadline = time.monotonic() + self.cell_seconds
             values = session.lookup(list(self.names))
         except ChannelError as error:
             return CellRun(error=CellError("ChannelError", str(error), (f"ChannelError: {error}",)))

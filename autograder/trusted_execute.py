@@ -98,7 +98,7 @@ class TrustedExecute(Execute):
     def preprocess(self, nb, resources, km=None):  # noqa: ANN001, ANN201 - nbconvert's signature
         info = resources["nbgrader"]
         self.plan = read_plan(info["db_url"], info["notebook"], info["assignment"])
-        self.trusted = TrustedCells(self.plan.names)
+        self.trusted = TrustedCells(self.plan.names, float(self.timeout or 60))
         self.session = Session(float(self.timeout or 60))
         self.serves = 0
         self.kernel_pid: int | None = None

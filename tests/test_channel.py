@@ -52,6 +52,14 @@ def square_sum(x):
 def use(model, n):
     return [model(i) for i in range(n)]
 
+def meddle(model):
+    shapes = [tuple(p.shape) for p in model.parameters()]
+    try:
+        model.load_state_dict({"weight": torch.zeros(1, 1), "bias": torch.zeros(1)})
+    except AttributeError as error:
+        return shapes, model.own_method(), str(error)
+    return shapes, None, "changed the grader's model"
+
 class Custom(ValueError):
     pass
 
@@ -87,7 +95,7 @@ def stand_in():
 def names(stand_in):
     session = stand_in.session()
     assert session.request({"op": "exec"}, STUDENT)[0]["error"] is None
-    names = session.lookup(["echo", "add_one", "Cache", "Layer", "square_sum", "use", "raises", "liar_float",
+    names = session.lookup(["echo", "add_one", "Cache", "Layer", "square_sum", "use", "meddle", "raises", "liar_float",
                             "liar_tensor", "missing"])
     yield names
 
@@ -201,6 +209,20 @@ def test_the_students_code_calls_the_tests_objects_back(names) -> None:
     calls: list[int] = []
     assert names["use"](lambda i: calls.append(i) or 10 * i, 3) == [0, 10, 20]
     assert calls == [0, 1, 2]
+
+
+class LentModel(torch.nn.Linear):
+    def own_method(self) -> str:
+        return "called"
+
+
+def test_a_lent_module_can_be_read_and_called_but_not_changed(names) -> None:
+    model = LentModel(1, 1)
+    before = model.weight.detach().clone()
+    shapes, own, message = names["meddle"](model)
+    assert shapes == [(1, 1), (1,)] and own == "called"
+    assert "would change the grader's object" in message
+    assert torch.equal(model.weight, before)
 
 
 def test_exceptions_keep_their_builtin_type_and_message(names) -> None:
