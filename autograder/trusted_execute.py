@@ -61,14 +61,15 @@ def read_plan(db_url: str, notebook: str, assignment: str) -> Plan:
     return Plan(tests, given, names)
 
 
-def kernel_pid(root: int) -> int | None:
+def kernel_pid(root: int, module: str = "autograder.kernel") -> int | None:
     """The kernel's process among ``root`` (bwrap, or the kernel itself) and its descendants, as this machine
-    numbers it: the one running ``-m autograder.kernel``. Called before any student code has run."""
+    numbers it: the one started as ``python -m autograder.kernel`` (bwrap's own command line names the module
+    too, further on). Called before any student code has run."""
     pending = [root]
     while pending:
         pid = pending.pop()
         try:
-            if b"autograder.kernel" in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0"):
+            if Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[1:3] == [b"-m", module.encode()]:
                 return pid
             for task in Path(f"/proc/{pid}/task").glob("*"):
                 pending += [int(c) for c in (task / "children").read_text().split()]

@@ -301,3 +301,53 @@ def test_a_kernel_under_a_long_tmpdir_binds_its_sockets_through_the_short_link(t
         assert stat.S_ISSOCK((home / "k-1").lstat().st_mode), "the socket should land in the kernel's own folder"
     finally:
         link.unlink()
+
+
+# Run as uid 65534: start a sandboxed process that allocates 200 MiB when told to, and measure it from outside.
+MEASURES = '''
+import subprocess, sys, time
+from pathlib import Path
+from autograder.limits import Limits
+from autograder.measure import TARGET, peak_memory
+from autograder.sandbox import command, environment, prepare_home
+from autograder.trusted_execute import kernel_pid
+
+home = Path(sys.argv[1])
+(home / "hog.py").write_text("import time, os, numpy\\nwhile not os.path.exists('go'): time.sleep(0.05)\\n"
+                             "a = numpy.ones(25 * 2**20)\\nopen('done', 'w').close()\\ntime.sleep(60)")
+program = [sys.executable, "-m", "hog"]
+child = subprocess.Popen(command(home, home, Limits(), environment(home, Limits(), ()), program))
+for _ in range(600):
+    TARGET.pid = kernel_pid(child.pid, "hog")
+    if TARGET.pid:
+        break
+    time.sleep(0.1)
+with peak_memory() as peak:
+    (home / "go").touch()
+    while not (home / "done").exists():
+        time.sleep(0.05)
+child.kill()
+print(peak.bytes)
+'''
+
+
+@pytest.mark.slow
+@pytest.mark.root
+@pytest.mark.sandbox
+def test_peak_memory_of_a_sandboxed_process_is_read_from_outside_as_an_unprivileged_user(tmp_path) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("needs root to become an unprivileged user")
+    require_sandbox()
+    base = Path(tempfile.mkdtemp(prefix="autograder-measure-"))
+    base.chmod(0o755)
+    try:
+        copy = _course_copy(base / "course")
+        home = base / "kernel"
+        home.mkdir()
+        _give(base, UID)
+        done = subprocess.run([*unprivileged_python(), "-c", MEASURES, str(home)], cwd=copy, capture_output=True,
+                              text=True, timeout=300, env={"PATH": os.environ["PATH"], "PYTHONPATH": str(copy)})
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert 190 * 2**20 < int(done.stdout.split()[-1]) < 260 * 2**20, done.stdout
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
