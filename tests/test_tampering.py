@@ -61,6 +61,8 @@ def _notebook(released: Path, student: Student) -> dict:
 
 
 def _write_class(submissions: Path, released: dict[str, Path]) -> None:
+    """SUBMISSIONS/<student>/<assignment>/<notebook> for every student of `CLASS` (``released``: assignment ->
+    its released notebook)."""
     for student in CLASS:
         notebook = released[student.base.assignment]
         write_submission(submissions, student.id, student.base.assignment, _notebook(notebook, student),
@@ -81,6 +83,7 @@ def _chapters(source: Path) -> Path:
 
 
 def _by_root(root: Path, templates: Path) -> GradedClass:
+    """The class graded by root with this checkout's grader, in ``root``."""
     submissions, out = root / "submissions", root / "out"
     released = released_notebooks(templates, _chapters(root / "source"))
     shutil.copytree(templates, OutputFolder(out).cache)
