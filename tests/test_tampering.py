@@ -14,6 +14,7 @@ Until the tests run outside the student's kernel (issue 18) most tricks win: the
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -39,6 +40,7 @@ ASSIGNMENTS = sorted({base.assignment for base in HONEST})
 CLASS = students()
 TRICKED = [student for student in CLASS if student.tricks]
 LIMITS = ("--jobs", "2", "--cell-timeout", "30", "--timeout", "120", "--quiet")
+HIDDEN = re.compile(r"### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS", re.DOTALL)  # nbgrader's hidden tests
 
 
 @dataclass(frozen=True)
@@ -159,6 +161,14 @@ def test_no_hidden_test_is_shown(graded: GradedClass) -> None:
              for secret in secrets if secret in path.read_text(errors="replace")]
     leaks += [f"the command's output: {s}" for s in secrets if s in graded.done.stdout + graded.done.stderr]
     assert not leaks, "hidden test text (as it is, reversed or hex-encoded) in:\n" + "\n".join(leaks)
+
+
+def test_the_markers_are_hidden_test_text_only() -> None:
+    sources = [source for assignment in ASSIGNMENTS for path in (ROOT / "solutions" / assignment).glob("*.ipynb")
+               for _, source in code_cells(path)]
+    hidden = "".join(HIDDEN.findall("".join(sources)))
+    for marker in HIDDEN_MARKERS:
+        assert marker in hidden and marker not in HIDDEN.sub("", "".join(sources)), marker
 
 
 def _live_scripts(page: BeautifulSoup) -> list[str]:
