@@ -241,7 +241,7 @@ def describe(value: Any) -> str:
 
 def describe_call(function: Any, args: tuple = (), kwargs: Mapping[str, Any] | None = None) -> str:
     """``name(arg, ..., key=arg)`` with each argument described by :func:`describe`."""
-    name = getattr(function, "__qualname__", None) or type(function).__qualname__
+    name = getattr(function, "__qualname__", None) or function.__class__.__qualname__  # a handle: the student's class
     parts = [describe(a) for a in args] + [f"{k}={describe(v)}" for k, v in (kwargs or {}).items()]
     return f"{name}({', '.join(parts)})"
 

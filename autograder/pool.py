@@ -118,7 +118,9 @@ class Pool:
     """Up to ``jobs`` workers, started when there is work; `run` hands out jobs and reports each result."""
 
     def __init__(self, jobs: int, logs: Path, python: str = sys.executable):
-        env = nbgrader_environment()
+        # The worker runs test cells and the kernel the student's code, each waiting on the other: OpenMP threads
+        # that spin while waiting would take the cores from the one that works.
+        env = {**nbgrader_environment(), "OMP_WAIT_POLICY": "PASSIVE"}
         if jobs > 1:
             env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
         logs.mkdir(parents=True, exist_ok=True)

@@ -186,7 +186,7 @@ def environment(home: Path, limits: Limits, preload: tuple[str, ...]) -> dict[st
            "PYTHONPATH": PACKAGES, "PYTHONDONTWRITEBYTECODE": "1", "MPLCONFIGDIR": str(home / ".matplotlib"),
            "IPYTHONDIR": str(home / ".ipython"), "AUTOGRADER_PRELOAD": ",".join(preload),
            "AUTOGRADER_TIMES_FILE": str(home / "kernel.times"), ENV: limits.to_json(), **MALLOC}
-    env.update({key: os.environ[key] for key in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+    env.update({key: os.environ[key] for key in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "OMP_WAIT_POLICY")
                 if key in os.environ})
     return env
 

@@ -6,7 +6,8 @@ storage's bytes: the trusted side keeps one storage per number and rebuilds the 
 of it, so two tensors that share memory in the student's kernel share it on the trusted side too
 (a cache's buffers keep their data pointer from one call to the next), and a later answer that
 sends the same storage updates the views made before. A storage much larger than the tensor
-crosses as the tensor's own bytes instead. Tensors sent to the sandbox cross as plain copies.
+crosses as the tensor's own bytes instead. Tensors sent to the sandbox cross as copies, each in a
+storage of its own, with their strides kept (a transposed argument stays non-contiguous there).
 """
 
 from __future__ import annotations
@@ -113,17 +114,60 @@ def encode_plain(value: Any, buffers: list[bytes]) -> dict | None:
     name = str(value.dtype).removeprefix("torch.")
     if name not in TORCH_DTYPES:
         return None
-    buffers.append(_bytes_of(value))
-    return {"$": "pt", "dtype": name, "shape": list(value.shape), "b": len(buffers) - 1,
-            "grad": bool(value.requires_grad), "param": type(value) is torch.nn.Parameter}
+    header = {"$": "pt", "dtype": name, "shape": list(value.shape), "grad": bool(value.requires_grad),
+              "param": type(value) is torch.nn.Parameter}
+    storage = value.untyped_storage()
+    if not value.is_contiguous() and value.device.type == "cpu" and _small(storage, value):
+        buffers.append(_storage_bytes(storage))  # a transposed or expanded tensor stays one there too
+        header["view"] = [-1, value.storage_offset(), list(value.stride())]
+    else:
+        buffers.append(_bytes_of(value))
+    header["b"] = len(buffers) - 1
+    return header
 
 
 def decode_plain(header: dict, buffers: list[bytes]) -> Any:
-    """Sandbox side: rebuild what `encode_plain` sent."""
+    """Sandbox side: rebuild what `encode_plain` sent (with its strides, in a storage of its own)."""
     if header["$"] != "pt":
         return _decode_small(header)
-    raw = _buffer(header, buffers)
-    return _finish(_compact(raw, _dtype(header.get("dtype")), _shape(header)), header)
+    dtype, shape, raw = _dtype(header.get("dtype")), _shape(header), _buffer(header, buffers)
+    if header.get("view") is None:
+        return _finish(_compact(raw, dtype, shape), header)
+    _, offset, stride = _checked_view(header.get("view"), dtype, shape, len(raw))
+    return _finish(_view(_filled(torch.UntypedStorage(len(raw)), raw), dtype, shape, offset, stride), header)
+
+
+def _small(storage: torch.UntypedStorage, value: torch.Tensor) -> bool:
+    """Whether the whole storage is worth sending for the view's sake."""
+    own = value.numel() * value.element_size()
+    return storage.nbytes() <= min(WHOLE_STORAGE_BYTES, max(4 * own, 1 << 20))
+
+
+def _checked_view(view: Any, dtype: torch.dtype, shape: tuple[int, ...], nbytes: int) -> tuple[int, int, list[int]]:
+    """[storage number, offset, strides], checked against the shape and the storage's size."""
+    if (type(view) is not list or len(view) != 3 or type(view[0]) is not int or type(view[1]) is not int
+            or view[1] < 0 or type(view[2]) is not list or len(view[2]) != len(shape)
+            or any(type(s) is not int or s < 0 for s in view[2])):
+        raise ChannelError("the kernel sent a malformed tensor view")
+    number, offset, stride = view
+    itemsize = torch.empty(0, dtype=dtype).element_size()
+    if all(shape) and (offset + sum((n - 1) * s for n, s in zip(shape, stride)) + 1) * itemsize > nbytes:
+        raise ChannelError("the kernel sent a tensor view outside its storage")
+    return number, offset, stride
+
+
+def _filled(storage: torch.UntypedStorage, raw: bytes) -> torch.UntypedStorage:
+    if raw:
+        torch.empty(0, dtype=torch.uint8).set_(storage).copy_(torch.frombuffer(bytearray(raw), dtype=torch.uint8))
+    return storage
+
+
+def _view(storage: torch.UntypedStorage, dtype: torch.dtype, shape: tuple[int, ...], offset: int,
+          stride: list[int]) -> torch.Tensor:
+    try:
+        return torch.empty(0, dtype=dtype).set_(storage, offset, shape, stride)
+    except RuntimeError as error:
+        raise ChannelError(f"the kernel sent a tensor view outside its storage: {error}") from None
 
 
 def _buffer(header: dict, buffers: list[bytes]) -> bytes:
@@ -153,8 +197,7 @@ class SandboxStorages:
         header = {"$": "pt", "dtype": name, "shape": list(value.shape), "grad": bool(value.requires_grad),
                   "param": type(value) is torch.nn.Parameter}
         storage = value.untyped_storage()
-        own = value.numel() * value.element_size()
-        if storage.nbytes() <= min(WHOLE_STORAGE_BYTES, max(4 * own, 1 << 20)) and value.device.type == "cpu":
+        if _small(storage, value) and value.device.type == "cpu":
             key = storage.data_ptr()
             if key not in self.numbers:
                 self.numbers[key] = len(self.numbers)
@@ -181,22 +224,9 @@ class TrustedStorages:
         view = header.get("view")
         if view is None:
             return _finish(_compact(raw, dtype, shape), header)
-        if (type(view) is not list or len(view) != 3 or type(view[0]) is not int or type(view[1]) is not int
-                or view[1] < 0 or type(view[2]) is not list or len(view[2]) != len(shape)
-                or any(type(s) is not int or s < 0 for s in view[2])):
-            raise ChannelError("the kernel sent a malformed tensor view")
-        number, offset, stride = view
-        itemsize = torch.empty(0, dtype=dtype).element_size()
-        if all(shape) and (offset + sum((n - 1) * s for n, s in zip(shape, stride)) + 1) * itemsize > len(raw):
-            raise ChannelError("the kernel sent a tensor view outside its storage")
+        number, offset, stride = _checked_view(view, dtype, shape, len(raw))
         storage = self.storages.get(number)
         if storage is None or storage.nbytes() != len(raw):
             storage = torch.UntypedStorage(len(raw))
             self.storages[number] = storage
-        if raw:
-            torch.empty(0, dtype=torch.uint8).set_(storage).copy_(torch.frombuffer(bytearray(raw), dtype=torch.uint8))
-        try:
-            tensor = torch.empty(0, dtype=dtype).set_(storage, offset, shape, stride)
-        except RuntimeError as error:
-            raise ChannelError(f"the kernel sent a tensor view outside its storage: {error}") from None
-        return _finish(tensor, header)
+        return _finish(_view(_filled(storage, raw), dtype, shape, offset, stride), header)

@@ -1,8 +1,15 @@
-"""Shared pytest set-up: the wrong-answer bank's size is reported at the end of every run."""
+"""Shared pytest set-up: OpenMP threads that sleep when idle, and the wrong-answer bank's size reported at the end
+of every run."""
 
 from __future__ import annotations
 
-from tests import bank
+import os
+
+# Test cells run here and the student's code in another process, each waiting on the other: OpenMP threads
+# that spin while they wait would take the cores from the process that works (as autograder.pool does).
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+from tests import bank  # noqa: E402
 
 
 def pytest_terminal_summary(terminalreporter) -> None:

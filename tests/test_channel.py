@@ -288,3 +288,10 @@ def test_a_reference_to_an_object_never_lent_is_refused() -> None:
     thread.join()
     kernel.close()
     assert Ref("trusted", 1).side == "trusted"
+
+
+def test_a_strided_argument_keeps_its_strides_in_the_kernel(stand_in) -> None:
+    session = stand_in.session()
+    session.request({"op": "exec"}, "def strides(x):\n    return x.is_contiguous(), x.stride(), x.sum().item()")
+    transposed = torch.arange(24.0).reshape(2, 3, 4).transpose(1, 2)
+    assert session.lookup(["strides"])["strides"](transposed) == (False, (12, 1, 4), 276.0)
