@@ -195,10 +195,12 @@ def softmax(x, axis=-1):
     total = weights.sum(axis=axis, keepdims=True)
     return np.divide(weights, total, out=np.zeros_like(weights), where=total > 0)
 """, message="int8"),
+    # The warning is raised in the student's kernel, where the test cell's warnings.catch_warnings does not reach
+    # under trusted scoring: the cell loses its points for writing to stderr, and the feedback is that line.
     _mutant("softmax", "np.divide(where=...) without out=: right values, but a warning (scores 0 when graded)",
             "return np.divide(weights, total, out=np.zeros_like(weights), where=total > 0)",
             "return np.where(total > 0, np.divide(weights, total, where=total > 0), 0.0)",
-            message="softmax wrote a warning"),
+            message="UserWarning: 'where' used without 'out'"),
 ]
 
 RIGHT += [

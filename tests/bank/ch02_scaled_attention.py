@@ -209,12 +209,16 @@ WRONG += [
             "    Q /= np.sqrt(Q.shape[-1])\n    scores = Q @ np.swapaxes(K, -1, -2)\n", message="Leave the inputs unchanged"),
     _mutant(_SDPA, "scales by sqrt(Q.shape[1]), which is d_k only for 2-D inputs",
             "np.sqrt(Q.shape[-1])", "np.sqrt(Q.shape[1])"),
+    # The warning is raised in the student's kernel, where the test cell's warnings.catch_warnings does not reach
+    # under trusted scoring: the cell loses its points for writing to stderr, and the feedback is that line.
     _mutant(_SDPA, "np.log(mask) added to the scores: right values, but a divide-by-zero warning",
             "        scores = np.where(mask, scores, -np.inf)\n",
-            "        scores = scores + np.log(mask)\n", message="wrote a warning"),
+            "        scores = scores + np.log(mask)\n",
+            message="RuntimeWarning: divide by zero encountered in log"),
     _mutant(_SDPA, "np.divide(where=) without out=: right values, but a warning",
             "weights = np.divide(weights, total, out=np.zeros_like(weights), where=total > 0)",
-            "weights = np.where(total > 0, np.divide(weights, total, where=total > 0), 0.0)", message="wrote a warning"),
+            "weights = np.where(total > 0, np.divide(weights, total, where=total > 0), 0.0)",
+            message="UserWarning: 'where' used without 'out'"),
 ]
 
 RIGHT += [

@@ -165,6 +165,12 @@ class MultiHeadAttention(nn.Module):
     _m("calls F.scaled_dot_product_attention",
        ("merge_heads(weights @ v)", "merge_heads(torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=allowed))"),
        message="torch attention functions called by forward"),
+    _m("calls F.scaled_dot_product_attention only when there is no mask and is_causal is False",
+       ("return self.out_proj(merge_heads(weights @ v))",
+        "if mask is None and not is_causal:\n"
+        "            return self.out_proj(merge_heads(torch.nn.functional.scaled_dot_product_attention(q, k, v)))\n"
+        "        return self.out_proj(merge_heads(weights @ v))"),
+       message="torch attention functions called by forward"),
     _m("no ValueError: d_model // num_heads silently drops columns",
        ('raise ValueError(f"d_model={d_model} is not divisible by num_heads={num_heads}")', "pass"),
        message="should raise ValueError, but it returned"),

@@ -53,14 +53,17 @@ WRONG = [
            ("if end > self.max_seq_len:", "if end >= self.max_seq_len:"), message="Filling the cache exactly"),
     _cache("preallocates, but returns copies of the filled part (.clone())",
            (_RETURN, "return self.keys[:, :, :end].clone(), self.values[:, :, :end].clone()"),
-           message="allocating torch functions called by update"),
+           message="starts in the same buffer as the first update's k_all"),
+    _cache("returns a view of the keys but a copy of the values",
+           (_RETURN, "return self.keys[:, :, :end], self.values[:, :, :end].clone()"),
+           message="starts in the same buffer as the first update's v_all"),
     _cache("reset() zeroes the buffers but keeps the counter",
            ("### BEGIN SOLUTION\n        self._filled = 0\n", "### BEGIN SOLUTION\n        self.keys.zero_()\n"),
            message="after reset()"),
     _cache("reset() allocates new buffers instead of reusing them",
            ("### BEGIN SOLUTION\n        self._filled = 0\n",
             "### BEGIN SOLUTION\n        self._filled = 0\n        self.keys = torch.zeros_like(self.keys)\n"),
-           message="allocating torch functions called by reset()"),
+           message="the data pointer of k_all after reset()"),
     _cache("stores the values in the key buffer too",
            ("self.values[:, :, start:end] = v", "self.values[:, :, start:end] = k"),
            message="returning the keys as values"),
@@ -258,5 +261,6 @@ def kv_cache_bytes(num_layers, num_kv_heads, head_dim, seq_len, batch_size=1, by
 WRONG += [
     _attn("hands the cache keys of shape (B, T, H, Dh): a raw RuntimeError, reported with the call's shapes",
           ("k, v = cache.update(k, v)", "k, v = cache.update(k.transpose(1, 2), v.transpose(1, 2))"),
-          message="CausalSelfAttention(tensor of shape (1, 5, 16), float32, a CatCache) raised"),
+          # without the layer's name, which describe_call gives as RemoteObject for a handle under trusted scoring
+          message="(tensor of shape (1, 5, 16), float32, a CatCache) raised"),
 ]
