@@ -151,6 +151,9 @@ def tiled_attention(Q, K, V, block_q=64, block_k=64, causal=False):
         mask="s = np.where(full[q0:q1, k0:k1], s, -np.inf)").replace(
         "    shift = n_k - n_q\n", "    shift = n_k - n_q\n    full = np.arange(n_k)[None, :] <= np.arange(n_q)[:, None] + shift\n"),
         message="(allowed: 12 MiB)"),
+    Answer("tiled_attention", "ignores block_q and block_k: always tiles of 64 x 64", _tiled().replace(
+        "    n_q, n_k = Q.shape[-2], K.shape[-2]\n", "    n_q, n_k = Q.shape[-2], K.shape[-2]\n    block_q = block_k = 64\n"),
+        message="seems to ignore block_q and block_k"),
 ]
 
 RIGHT = [
@@ -223,7 +226,7 @@ def tiled_attention(Q, K, V, block_q=64, block_k=64, causal=False):
 WRONG += [
     mutant(ASSIGNMENT, "tiled_attention", "np.log(l) on every row: right values, but a divide-by-zero warning",
            ("np.add(m, np.log(l, out=np.full_like(l, -np.inf), where=seen), out=lse[..., q0:q1], where=seen)",
-            "lse[..., q0:q1] = np.where(seen, m + np.log(l), -np.inf)"), message="tiled_attention wrote a warning"),
+            "lse[..., q0:q1] = np.where(seen, m + np.log(l), -np.inf)"), message="divide by zero encountered in log"),
 ]
 
 WRONG += [

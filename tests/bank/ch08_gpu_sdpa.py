@@ -82,6 +82,120 @@ def kernel_name(q, k, v, backend, is_causal=False):
         F.scaled_dot_product_attention(q, k, v, is_causal=is_causal)
     return next(e.name for e in prof.events() if e.name.startswith("aten::_scaled_dot_product"))
 """, message="Did you force the backend"),
+    Answer("kernel_name", "catches the error and falls back to the default backend", """
+def kernel_name(q, k, v, backend, is_causal=False):
+    with quiet_stderr(), profile(activities=[ProfilerActivity.CPU]) as prof:
+        try:
+            with sdpa_kernel(backend):
+                F.scaled_dot_product_attention(q, k, v, is_causal=is_causal)
+        except RuntimeError:
+            F.scaled_dot_product_attention(q, k, v, is_causal=is_causal)
+    return next(e.name for e in prof.events() if e.name.startswith("aten::_scaled_dot_product"))
+""", message="should raise RuntimeError"),
+    Answer("kernel_name", "profiles outside quiet_stderr(): SDPA's warnings and the profiler's lines reach stderr", """
+def kernel_name(q, k, v, backend, is_causal=False):
+    with sdpa_kernel(backend), profile(activities=[ProfilerActivity.CPU]) as prof:
+        F.scaled_dot_product_attention(q, k, v, is_causal=is_causal)
+    events = sorted(prof.events(), key=lambda event: event.time_range.start)
+    return next(e.name for e in events if e.name.startswith("aten::_scaled_dot_product"))
+""", message="Flash attention kernel not used"),
+    Answer("time_sdpa", "never forces the backend", """
+def time_sdpa(q, k, v, backend, is_causal=False):
+    timer = benchmark.Timer("F.scaled_dot_product_attention(q, k, v, is_causal=c)",
+                            globals={"F": F, "q": q, "k": k, "v": v, "c": is_causal},
+                            num_threads=torch.get_num_threads())
+    return float(timer.blocked_autorange(min_run_time=0.2).median)
+""", message="must raise RuntimeError"),
+    Answer("time_sdpa", "forces the backend only while building the Timer", """
+def time_sdpa(q, k, v, backend, is_causal=False):
+    with sdpa_kernel(backend):
+        timer = benchmark.Timer("F.scaled_dot_product_attention(q, k, v, is_causal=c)",
+                                globals={"F": F, "q": q, "k": k, "v": v, "c": is_causal},
+                                num_threads=torch.get_num_threads())
+    return float(timer.blocked_autorange(min_run_time=0.2).median)
+""", message="it timed some other backend"),
+    Answer("time_sdpa", "returns milliseconds", """
+def time_sdpa(q, k, v, backend, is_causal=False):
+    timer = benchmark.Timer("F.scaled_dot_product_attention(q, k, v, is_causal=c)",
+                            globals={"F": F, "q": q, "k": k, "v": v, "c": is_causal},
+                            num_threads=torch.get_num_threads())
+    with sdpa_kernel(backend):
+        return float(timer.blocked_autorange(min_run_time=0.2).median * 1e3)
+""", message="not ms or us"),
+]
+
+RIGHT = [
+    Answer("attention_flops", "builds the lower-right mask with torch and counts its True entries", """
+def attention_flops(batch, num_heads, seq_q, seq_k, head_dim, causal=False):
+    keep = torch.ones(seq_q, seq_k, dtype=torch.bool)
+    if causal:
+        keep = keep.tril(diagonal=seq_k - seq_q)
+    return int(keep.sum()) * 2 * (2 * head_dim) * batch * num_heads
+"""),
+    Answer("attention_flops", "a loop over the queries, multiply-adds doubled", """
+def attention_flops(batch, num_heads, seq_q, seq_k, head_dim, causal=False):
+    multiply_adds = 0
+    for i in range(seq_q):
+        last_key = seq_k - seq_q + i if causal else seq_k - 1
+        visible = max(0, min(seq_k, last_key + 1))
+        multiply_adds += 2 * visible * head_dim  # QK^T and PV
+    return 2 * multiply_adds * batch * num_heads
+"""),
+    Answer("achieved_tflops", "scales first with 1e-12", """
+def achieved_tflops(flops, seconds):
+    per_second = flops * 1e-12
+    return per_second / seconds
+"""),
+    Answer("kernel_name", "the dispatcher's first child with the aten prefix, from key_averages", """
+def kernel_name(q, k, v, backend, is_causal=False):
+    with quiet_stderr():
+        with sdpa_kernel([backend]):
+            with profile(activities=[ProfilerActivity.CPU]) as prof:
+                F.scaled_dot_product_attention(q, k, v, attn_mask=None, is_causal=is_causal)
+    keys = [event.key for event in prof.key_averages()]
+    inner = [key for key in keys if key.startswith("aten::_scaled_dot_product")]
+    return str(inner[0])
+"""),
+    Answer("time_sdpa", "one warm-up call of its own before the Timer", """
+def time_sdpa(q, k, v, backend, is_causal=False):
+    with sdpa_kernel(backend):
+        F.scaled_dot_product_attention(q, k, v, is_causal=is_causal)  # warm-up, fails early if unsupported
+        timer = benchmark.Timer("F.scaled_dot_product_attention(q, k, v, is_causal=c)",
+                                globals={"F": F, "q": q, "k": k, "v": v, "c": is_causal},
+                                num_threads=torch.get_num_threads())
+        return float(timer.blocked_autorange(min_run_time=0.2).median)
+"""),
+    Answer("kernel_name", "profiles CPU and CUDA activity (a warning on a machine without a GPU)", """
+def kernel_name(q, k, v, backend, is_causal=False):
+    with quiet_stderr(), sdpa_kernel(backend):
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+            F.scaled_dot_product_attention(q, k, v, is_causal=is_causal)
+    names = [event.name for event in prof.events()]
+    return next(name for name in names if name.startswith("aten::_scaled_dot_product"))
+"""),
+]
+
+WRONG += [
+    mutant(ASSIGNMENT, "achieved_tflops", "floor division: flops // seconds", ("flops / seconds", "flops // seconds"),
+           message="floor division"),
+]
+
+RIGHT += [
+    Answer("time_sdpa", "a multi-line statement that forces the backend inside the timed code", """
+def time_sdpa(q, k, v, backend, is_causal=False):
+    stmt = "with sdpa_kernel(backend):\\n    F.scaled_dot_product_attention(q, k, v, is_causal=is_causal)"
+    env = {"sdpa_kernel": sdpa_kernel, "backend": backend, "F": F, "q": q, "k": k, "v": v, "is_causal": is_causal}
+    measurement = benchmark.Timer(stmt, globals=env, num_threads=torch.get_num_threads()).blocked_autorange(min_run_time=0.2)
+    return measurement.median
+"""),
+]
+
+# Wrong answers that trusted scoring cannot tell from right ones: the test cells run outside the student's
+# process, and the only inputs these functions take are tensors and a backend, so what the function did
+# inside (profiled or looked up, passed is_causal on, timed on how many threads, with which Timer method,
+# returning which statistic) leaves no trace the grader can observe on CPU tensors. The requirement table
+# (docs/requirements/08_gpu_sdpa.md) says so; test_bank does not run these.
+NOT_OBSERVABLE = [
     Answer("kernel_name", "looks the name up from the backend instead of profiling", """
 def kernel_name(q, k, v, backend, is_causal=False):
     names = {SDPBackend.MATH: "aten::_scaled_dot_product_attention_math",
@@ -104,31 +218,6 @@ def kernel_name(q, k, v, backend, is_causal=False):
         F.scaled_dot_product_attention(q, k, v)
     return next(e.name for e in prof.events() if e.name.startswith("aten::_scaled_dot_product"))
 """, message="pass is_causal on"),
-    Answer("kernel_name", "catches the error and falls back to the default backend", """
-def kernel_name(q, k, v, backend, is_causal=False):
-    with quiet_stderr(), profile(activities=[ProfilerActivity.CPU]) as prof:
-        try:
-            with sdpa_kernel(backend):
-                F.scaled_dot_product_attention(q, k, v, is_causal=is_causal)
-        except RuntimeError:
-            F.scaled_dot_product_attention(q, k, v, is_causal=is_causal)
-    return next(e.name for e in prof.events() if e.name.startswith("aten::_scaled_dot_product"))
-""", message="should raise RuntimeError"),
-    Answer("time_sdpa", "never forces the backend", """
-def time_sdpa(q, k, v, backend, is_causal=False):
-    timer = benchmark.Timer("F.scaled_dot_product_attention(q, k, v, is_causal=c)",
-                            globals={"F": F, "q": q, "k": k, "v": v, "c": is_causal},
-                            num_threads=torch.get_num_threads())
-    return float(timer.blocked_autorange(min_run_time=0.2).median)
-""", message="must raise RuntimeError"),
-    Answer("time_sdpa", "forces the backend only while building the Timer", """
-def time_sdpa(q, k, v, backend, is_causal=False):
-    with sdpa_kernel(backend):
-        timer = benchmark.Timer("F.scaled_dot_product_attention(q, k, v, is_causal=c)",
-                                globals={"F": F, "q": q, "k": k, "v": v, "c": is_causal},
-                                num_threads=torch.get_num_threads())
-    return float(timer.blocked_autorange(min_run_time=0.2).median)
-""", message="it timed some other backend"),
     Answer("time_sdpa", "Timer's default of one thread", """
 def time_sdpa(q, k, v, backend, is_causal=False):
     timer = benchmark.Timer("F.scaled_dot_product_attention(q, k, v, is_causal=c)",
@@ -136,14 +225,6 @@ def time_sdpa(q, k, v, backend, is_causal=False):
     with sdpa_kernel(backend):
         return float(timer.blocked_autorange(min_run_time=0.2).median)
 """, message="benchmark.Timer defaults to one thread"),
-    Answer("time_sdpa", "returns milliseconds", """
-def time_sdpa(q, k, v, backend, is_causal=False):
-    timer = benchmark.Timer("F.scaled_dot_product_attention(q, k, v, is_causal=c)",
-                            globals={"F": F, "q": q, "k": k, "v": v, "c": is_causal},
-                            num_threads=torch.get_num_threads())
-    with sdpa_kernel(backend):
-        return float(timer.blocked_autorange(min_run_time=0.2).median * 1e3)
-""", message="not ms or us"),
     Answer("time_sdpa", "a median of perf_counter timings instead of torch.utils.benchmark", """
 import statistics
 import time
@@ -199,60 +280,6 @@ def time_sdpa(q, k, v, backend, is_causal=False):
     with sdpa_kernel(backend):
         return float(timer.blocked_autorange(min_run_time=0.2).median)
 """, message="did not pass is_causal"),
-]
-
-RIGHT = [
-    Answer("attention_flops", "builds the lower-right mask with torch and counts its True entries", """
-def attention_flops(batch, num_heads, seq_q, seq_k, head_dim, causal=False):
-    keep = torch.ones(seq_q, seq_k, dtype=torch.bool)
-    if causal:
-        keep = keep.tril(diagonal=seq_k - seq_q)
-    return int(keep.sum()) * 2 * (2 * head_dim) * batch * num_heads
-"""),
-    Answer("attention_flops", "a loop over the queries, multiply-adds doubled", """
-def attention_flops(batch, num_heads, seq_q, seq_k, head_dim, causal=False):
-    multiply_adds = 0
-    for i in range(seq_q):
-        last_key = seq_k - seq_q + i if causal else seq_k - 1
-        visible = max(0, min(seq_k, last_key + 1))
-        multiply_adds += 2 * visible * head_dim  # QK^T and PV
-    return 2 * multiply_adds * batch * num_heads
-"""),
-    Answer("achieved_tflops", "scales first with 1e-12", """
-def achieved_tflops(flops, seconds):
-    per_second = flops * 1e-12
-    return per_second / seconds
-"""),
-    Answer("kernel_name", "the dispatcher's first child with the aten prefix, from key_averages", """
-def kernel_name(q, k, v, backend, is_causal=False):
-    with quiet_stderr():
-        with sdpa_kernel([backend]):
-            with profile(activities=[ProfilerActivity.CPU]) as prof:
-                F.scaled_dot_product_attention(q, k, v, attn_mask=None, is_causal=is_causal)
-    keys = [event.key for event in prof.key_averages()]
-    inner = [key for key in keys if key.startswith("aten::_scaled_dot_product")]
-    return str(inner[0])
-"""),
-    Answer("time_sdpa", "one warm-up call of its own before the Timer", """
-def time_sdpa(q, k, v, backend, is_causal=False):
-    with sdpa_kernel(backend):
-        F.scaled_dot_product_attention(q, k, v, is_causal=is_causal)  # warm-up, fails early if unsupported
-        timer = benchmark.Timer("F.scaled_dot_product_attention(q, k, v, is_causal=c)",
-                                globals={"F": F, "q": q, "k": k, "v": v, "c": is_causal},
-                                num_threads=torch.get_num_threads())
-        return float(timer.blocked_autorange(min_run_time=0.2).median)
-"""),
-    Answer("kernel_name", "profiles CPU and CUDA activity (a warning on a machine without a GPU)", """
-def kernel_name(q, k, v, backend, is_causal=False):
-    with quiet_stderr(), sdpa_kernel(backend):
-        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
-            F.scaled_dot_product_attention(q, k, v, is_causal=is_causal)
-    names = [event.name for event in prof.events()]
-    return next(name for name in names if name.startswith("aten::_scaled_dot_product"))
-"""),
-]
-
-WRONG += [
     Answer("time_sdpa", "timeit(50) instead of blocked_autorange (no warm-up, a fixed count)", """
 def time_sdpa(q, k, v, backend, is_causal=False):
     stmt = "with sdpa_kernel(backend):\\n    F.scaled_dot_product_attention(q, k, v, is_causal=is_causal)"
@@ -260,16 +287,4 @@ def time_sdpa(q, k, v, backend, is_causal=False):
     measurement = benchmark.Timer(stmt, globals=env, num_threads=torch.get_num_threads()).timeit(50)
     return measurement.median
 """, message="blocked_autorange"),
-    mutant(ASSIGNMENT, "achieved_tflops", "floor division: flops // seconds", ("flops / seconds", "flops // seconds"),
-           message="floor division"),
-]
-
-RIGHT += [
-    Answer("time_sdpa", "a multi-line statement that forces the backend inside the timed code", """
-def time_sdpa(q, k, v, backend, is_causal=False):
-    stmt = "with sdpa_kernel(backend):\\n    F.scaled_dot_product_attention(q, k, v, is_causal=is_causal)"
-    env = {"sdpa_kernel": sdpa_kernel, "backend": backend, "F": F, "q": q, "k": k, "v": v, "is_causal": is_causal}
-    measurement = benchmark.Timer(stmt, globals=env, num_threads=torch.get_num_threads()).blocked_autorange(min_run_time=0.2)
-    return measurement.median
-"""),
 ]
