@@ -28,6 +28,7 @@ import itertools
 import socket
 import sys
 import time
+import warnings
 import weakref
 from typing import Any
 
@@ -167,7 +168,7 @@ class Session:
             op, method = request.get("op"), request.get("method")
             if op == "attr":
                 value = _lent_attribute(target, request.get("name"))
-            elif op == "callback" and method in (None, "__getitem__", "__len__", "__iter__"):
+            elif op == "callback" and method in (None, "__getitem__", "__len__", "__iter__", "__bool__"):
                 args, kwargs = self.codec.decode(request.get("payload"), buffers)
                 if type(args) is not tuple or type(kwargs) is not dict:
                     raise ChannelError("the kernel sent malformed arguments")
@@ -184,6 +185,8 @@ class Session:
     def _run_callback(self, target: Any, method: str | None, args: tuple, kwargs: dict, grad: bool) -> Any:
         if method == "__iter__":
             return list(target)
+        if method == "__bool__":
+            return bool(target)
         function = getattr(target, method) if method else target
         if not self.torch:
             return function(*args, **kwargs)
@@ -217,6 +220,8 @@ class Session:
             self._write_back(args, kwargs, self.codec.decode(answer["after"], buffers))
         if self.torch and "rng" in answer:
             self._set_rng(self.codec.decode(answer["rng"], buffers))
+        if "warnings" in answer:
+            self._warn_again(self.codec.decode(answer["warnings"], buffers))
         if "token" in answer:
             from autograder.remote_grad import attach
 
@@ -250,6 +255,19 @@ class Session:
                         and value.shape == original.shape and value.dtype == original.dtype:
                     with torch.no_grad():
                         original.copy_(value)
+
+    @staticmethod
+    def _warn_again(caught: Any) -> None:
+        """Warn here what the student's code warned there, so that a test's ``catch_warnings`` records it."""
+        if type(caught) is not list:
+            raise ChannelError("the kernel sent malformed warnings")
+        for item in caught[:20]:
+            if type(item) is not tuple or len(item) != 2 or type(item[0]) is not str or type(item[1]) is not str:
+                raise ChannelError("the kernel sent a malformed warning")
+            category = getattr(builtins, item[0], None)
+            if not (isinstance(category, type) and issubclass(category, Warning)):
+                category = UserWarning
+            warnings.warn(item[1], category, stacklevel=3)
 
     def _set_rng(self, state: Any) -> None:
         import torch

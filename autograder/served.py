@@ -26,6 +26,7 @@ import builtins
 import contextlib
 import io
 import itertools
+import os
 import socket
 import sys
 import traceback
@@ -84,6 +85,9 @@ class Trusted:
     def __len__(self) -> int:
         return self._server.ask({"op": "callback", "target": self._ref.id, "method": "__len__"}, (), {})
 
+    def __bool__(self) -> bool:
+        return self._server.ask({"op": "callback", "target": self._ref.id, "method": "__bool__"}, (), {}) is True
+
     def __iter__(self):
         return iter(self._server.ask({"op": "callback", "target": self._ref.id, "method": "__iter__"}, (), {}))
 
@@ -97,6 +101,12 @@ class Server:
     def __init__(self, namespace: dict, capture: bool = False) -> None:
         self.namespace = namespace
         self.capture = capture
+        self.fd_file = None
+        if capture:  # the test suite's stand-in: keep what C code writes to stderr too
+            import tempfile
+
+            self.fd_file = tempfile.TemporaryFile()
+            os.dup2(self.fd_file.fileno(), 2)
         self.output = {"stdout": io.StringIO(), "stderr": io.StringIO()}
         self.counter = itertools.count(1)
         self.objects: dict[int, Any] = {}
@@ -228,6 +238,11 @@ class Server:
         if op == "output":
             printed = {name: stream.getvalue()[:100_000] for name, stream in self.output.items()}
             self.output = {"stdout": io.StringIO(), "stderr": io.StringIO()}
+            if self.fd_file is not None:  # what C code wrote to file descriptor 2 (torch's profiler, say)
+                self.fd_file.seek(0)
+                printed["stderr"] += self.fd_file.read().decode(errors="replace")[:100_000]
+                self.fd_file.seek(0)
+                self.fd_file.truncate()
             return printed, {}
         target = self._resolve(Ref("sandbox", request.get("target")))
         if op == "getattr":
@@ -258,16 +273,20 @@ class Server:
         before = [_snapshot(value) for value in (*args, *kwargs.values())]
         leaves = _leaves(args, kwargs)
         extra: dict = {}
-        if "rng" in state and "torch" in sys.modules:
-            import torch
+        with warnings.catch_warnings(record=True) as caught:  # sent back, to be warned again in the test
+            warnings.simplefilter("always")
+            if "rng" in state and "torch" in sys.modules:
+                import torch
 
-            torch.set_rng_state(torch.from_numpy(state["rng"]))
-            try:
+                torch.set_rng_state(torch.from_numpy(state["rng"]))
+                try:
+                    result = function(*args, **kwargs)
+                finally:
+                    extra["rng"] = torch.get_rng_state().numpy()
+            else:
                 result = function(*args, **kwargs)
-            finally:
-                extra["rng"] = torch.get_rng_state().numpy()
-        else:
-            result = function(*args, **kwargs)
+        if caught:
+            extra["warnings"] = [(w.category.__name__, str(w.message)[:2000]) for w in caught[:20]]
         changed = {}
         for index, (value, old) in enumerate(zip((*args, *kwargs.values()), before)):
             if old is not None and _snapshot(value) != old:

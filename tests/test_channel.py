@@ -295,3 +295,21 @@ def test_a_strided_argument_keeps_its_strides_in_the_kernel(stand_in) -> None:
     session.request({"op": "exec"}, "def strides(x):\n    return x.is_contiguous(), x.stride(), x.sum().item()")
     transposed = torch.arange(24.0).reshape(2, 3, 4).transpose(1, 2)
     assert session.lookup(["strides"])["strides"](transposed) == (False, (12, 1, 4), 276.0)
+
+
+def test_a_warning_in_the_students_code_is_warned_again_in_the_test(stand_in) -> None:
+    import warnings
+
+    session = stand_in.session()
+    session.request({"op": "exec"}, "import numpy as np\ndef logs(x):\n    return float(np.log(x))\n"
+                                      "def truth(c=None):\n    return 1 if c else 0")
+    names = session.lookup(["logs", "truth"])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert names["logs"](0.0) == -math.inf
+    assert [(w.category, str(w.message)) for w in caught] == [(RuntimeWarning, "divide by zero encountered in log")]
+
+    class Plain:
+        pass
+
+    assert names["truth"](Plain()) == 1 and names["truth"]([]) == 0

@@ -98,7 +98,7 @@ def kernel_name(q, k, v, backend, is_causal=False):
         F.scaled_dot_product_attention(q, k, v, is_causal=is_causal)
     events = sorted(prof.events(), key=lambda event: event.time_range.start)
     return next(e.name for e in events if e.name.startswith("aten::_scaled_dot_product"))
-""", message="Flash attention kernel not used"),
+""", message="profiler_start"),
     Answer("time_sdpa", "never forces the backend", """
 def time_sdpa(q, k, v, backend, is_causal=False):
     timer = benchmark.Timer("F.scaled_dot_product_attention(q, k, v, is_causal=c)",
