@@ -225,7 +225,7 @@ class RollingKVCache:
         lo = max(0, self.seq_len - (self.window - 1))
         self.k, self.v = torch.cat([self.k, k], dim=2), torch.cat([self.v, v], dim=2)
         return self.k[:, :, lo:], self.v[:, :, lo:]
-''', message="at most window positions"),
+''', message="copies its whole history"),
     Answer("RollingKVCache", "seq_len stops at the window", _swap(_ROLLING, "        return self.n\n",
                                                                    "        return min(self.n, self.window)\n"),
            message="seq_len"),
