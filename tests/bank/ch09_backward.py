@@ -95,6 +95,18 @@ _P = "p = torch.exp(s - torch.where(torch.isinf(lse[..., q0:q1, :]), float('inf'
 _FLASH_DS = "ds = p * (grad_out[..., q0:q1, :] @ v[..., k0:k1, :].transpose(-1, -2) - D[..., q0:q1, :])"
 _DK = "dk_j += ds.transpose(-1, -2) @ q[..., q0:q1, :] * scale"
 
+# A backward that is right but builds the (n_q, n_k) weights in one piece.
+_NAIVE_BACKWARD = """    @staticmethod
+    def backward(ctx, grad_out):
+        q, k, v, out, lse = ctx.saved_tensors
+        n_q, n_k, scale = q.shape[-2], k.shape[-2], 1.0 / math.sqrt(q.shape[-1])
+        s = q @ k.transpose(-1, -2) * scale
+        if ctx.is_causal:
+            s = s.masked_fill(torch.arange(n_k) > torch.arange(n_q)[:, None] + n_k - n_q, float("-inf"))
+        p = torch.exp(s - torch.where(torch.isinf(lse), float("inf"), lse)[..., None])
+        ds = p * (grad_out @ v.transpose(-1, -2) - (grad_out * out).sum(-1, keepdim=True))
+        return ds @ k * scale, ds.transpose(-1, -2) @ q * scale, p.transpose(-1, -2) @ grad_out, None, None, None"""
+
 
 def _flash(mask: str = _LOWER_RIGHT, save: str = _SAVE, p: str = _P, ds: str = _FLASH_DS, dk: str = _DK) -> str:
     return _FLASH.format(mask=mask, save=save, p=p, ds=ds, dk=dk)
@@ -118,6 +130,11 @@ WRONG = [
     jacobian = torch.diag_embed(pm) - pm[..., :, None] * pm[..., None, :]
     return (jacobian @ gm[..., None])[..., 0].movedim(-1, dim)
 """, message="Jacobian"),
+    Answer("softmax_backward", "right values through one row's (n, n) Jacobian at a time", _SOFTMAX_SIGNATURE + """
+    pm, gm = p.movedim(dim, -1), grad_p.movedim(dim, -1)
+    rows = [(torch.diag(r) - torch.outer(r, r)) @ g for r, g in zip(pm.reshape(-1, pm.shape[-1]), gm.reshape(-1, gm.shape[-1]))]
+    return torch.stack(rows).reshape(pm.shape).movedim(-1, dim)
+""", message="one row's alone"),
     Answer("attention_backward", "the missing D term: dS = P * dP", _attention(ds="ds = p * dp"),
            message="the - D term"),
     Answer("attention_backward", "the wrong scale on dK: no 1/sqrt(d)",
@@ -145,11 +162,14 @@ WRONG = [
         ctx.tiles = [torch.exp(q[..., i:i + block_q, :] @ k[..., j:j + block_k, :].transpose(-1, -2) * scale_
                                - lse[..., i:i + block_q, None])
                      for i in range(0, n_q, block_q) for j in range(0, n_k, block_k)]"""),
-           message="still held"),
+           message="the memory of the process rose"),
     Answer("flash_attention", "P saved instead of recomputed: the whole (n_q, n_k) weights saved", _flash(
         save="""p_all = torch.softmax(q @ k.transpose(-1, -2) * scale, dim=-1)
         ctx.save_for_backward(q, k, v, out, lse)
-        ctx.p_all = p_all"""), message="created a tensor of"),
+        ctx.p_all = p_all"""), message="the memory of the process rose"),
+    Answer("flash_attention", "the backward recomputes the whole (n_q, n_k) weights at once from lse",
+           _flash()[:_flash().index("    @staticmethod\n    def backward")] + _NAIVE_BACKWARD
+           + _flash()[_flash().index("\n\ndef flash_attention"):], message="the memory of the process rose"),
     Answer("flash_attention", "dV accumulated over query blocks wrongly: each query block overwrites the key "
                               "block's dV_j instead of adding to it, so only the last query block counts", _flash().replace(
         "dv_j += p.transpose(-1, -2) @ grad_out", "dv_j = p.transpose(-1, -2) @ grad_out")),

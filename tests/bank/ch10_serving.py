@@ -225,7 +225,26 @@ class RollingKVCache:
         lo = max(0, self.seq_len - (self.window - 1))
         self.k, self.v = torch.cat([self.k, k], dim=2), torch.cat([self.v, v], dim=2)
         return self.k[:, :, lo:], self.v[:, :, lo:]
-''', message="at most window positions"),
+''', message="copies its whole history"),
+    Answer("RollingKVCache", "keeps every chunk in a list and concatenates the list at each update", '''
+class RollingKVCache:
+    def __init__(self, batch_size, num_heads, window, head_dim, dtype=torch.float32):
+        self.ks, self.vs, self.window, self.n = [], [], window, 0
+
+    @property
+    def seq_len(self):
+        return self.n
+
+    def reset(self):
+        self.ks, self.vs, self.n = [], [], 0
+
+    def update(self, k, v):
+        self.ks.append(k)
+        self.vs.append(v)
+        lo = max(0, self.n - (self.window - 1))
+        self.n += k.shape[2]
+        return torch.cat(self.ks, dim=2)[:, :, lo:], torch.cat(self.vs, dim=2)[:, :, lo:]
+''', message="copies its whole history"),
     Answer("RollingKVCache", "seq_len stops at the window", _swap(_ROLLING, "        return self.n\n",
                                                                    "        return min(self.n, self.window)\n"),
            message="seq_len"),
