@@ -94,10 +94,12 @@ class Session:
         self.released: list[int] = []
         self.torch = _import_torch()
         hooks: tuple = (None, None)
+        self.storages = None
         if self.torch:
             from autograder.tensors import TrustedStorages, encode_plain
 
-            hooks = (encode_plain, TrustedStorages().decode)
+            self.storages = TrustedStorages()
+            hooks = (encode_plain, self.storages.decode)
         self.codec = Codec(self._make_ref, self._resolve, *hooks)
 
     # -- references ------------------------------------------------------------------------------
@@ -197,7 +199,10 @@ class Session:
 
     # -- operations ------------------------------------------------------------------------------
     def lookup(self, names: list[str]) -> dict[str, Any]:
-        """The notebook's values of ``names`` (a `RemoteException` for a name it does not define)."""
+        """The notebook's values of ``names`` (a `RemoteException` for a name it does not define), at the start of a
+        test cell: both sides number tensor storages afresh from here."""
+        if self.storages is not None:
+            self.storages.reset()
         values, _, _ = self.request({"op": "lookup"}, names)
         if type(values) is not list or len(values) != len(names):
             raise ChannelError("the kernel answered a lookup with the wrong number of values")

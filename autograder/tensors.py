@@ -5,7 +5,8 @@ in (a number the sandbox gives each storage it has sent), its offset and strides
 storage's bytes: the trusted side keeps one storage per number and rebuilds the tensor as a view
 of it, so two tensors that share memory in the student's kernel share it on the trusted side too
 (a cache's buffers keep their data pointer from one call to the next), and a later answer that
-sends the same storage updates the views made before. A storage much larger than the tensor
+sends the same storage updates the views made before. Both sides start afresh with each test cell,
+so the kernel holds the storages it sent for one cell only. A storage much larger than the tensor
 crosses as the tensor's own bytes instead. Tensors sent to the sandbox cross as copies, each in a
 storage of its own, with their strides kept (a transposed argument stays non-contiguous there).
 """
@@ -179,10 +180,16 @@ def _buffer(header: dict, buffers: list[bytes]) -> bytes:
 
 @dataclass
 class SandboxStorages:
-    """Sandbox side: the number of each storage sent so far (held, so that no number is reused)."""
+    """Sandbox side: the number of each storage sent so far in this test cell (held until the cell ends, so that
+    no number is reused for another storage at the same address)."""
 
     numbers: dict[int, int] = field(default_factory=dict)
     held: list[torch.UntypedStorage] = field(default_factory=list)
+
+    def reset(self) -> None:
+        """A new test cell: forget (and let go of) the storages sent so far."""
+        self.numbers.clear()
+        self.held.clear()
 
     def encode(self, value: Any, buffers: list[bytes]) -> dict | None:
         """A tensor with its storage's number, offset and strides (and the storage's bytes)."""
@@ -215,6 +222,10 @@ class TrustedStorages:
     """Trusted side: one storage per number the sandbox gave, updated by each later answer."""
 
     storages: dict[int, torch.UntypedStorage] = field(default_factory=dict)
+
+    def reset(self) -> None:
+        """A new test cell: the sandbox numbers its storages afresh."""
+        self.storages.clear()
 
     def decode(self, header: dict, buffers: list[bytes]) -> Any:
         """Rebuild a tensor (a view of its storage when the sandbox said which)."""
