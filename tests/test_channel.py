@@ -17,7 +17,8 @@ import pytest
 import torch
 
 from autograder.channel import ChannelError, Codec, Frame, Limits, Ref, recv_frame, send_frame
-from autograder.remote import RemoteError, RemoteObject, Session
+from autograder.handles import RemoteObject
+from autograder.remote import RemoteError, Session
 from autograder.tensors import TrustedStorages, encode_plain
 from tests.harness import StandIn
 
