@@ -13,6 +13,7 @@ import ast
 import contextlib
 import io
 import linecache
+import sys
 import time
 import traceback
 import warnings
@@ -102,6 +103,7 @@ class TrustedCells:
         error = None
         with warnings.catch_warnings(), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             warnings.simplefilter("always")
+            warnings.showwarning = _show  # to the cell's stderr, whoever (pytest, say) replaced the default
             try:
                 exec(compile(source, filename, "exec"), self.namespace)  # noqa: S102 - the course's own test code
             except BaseException as raised:  # noqa: BLE001 - a failing test is data here
@@ -109,6 +111,11 @@ class TrustedCells:
                     raise
                 error = _error(raised, filename)
         return CellRun(out.getvalue()[:OUTPUT_CHARS], err.getvalue()[:OUTPUT_CHARS], error)
+
+
+def _show(message, category, filename, lineno, file=None, line=None) -> None:  # noqa: ANN001 - warnings' signature
+    """Write a warning as Python does by default, to the stderr the cell runs with."""
+    sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, line))
 
 
 def _error(raised: BaseException, filename: str) -> CellError:
