@@ -15,17 +15,7 @@ from typing import Any
 import torch
 
 from autograder.channel import ChannelError
-
-
-def _tensors(value: Any) -> list[torch.Tensor]:
-    """The tensors of ``value`` in the order both sides walk it: arguments, then lists, tuples and dict values."""
-    if type(value) in (torch.Tensor, torch.nn.Parameter):
-        return [value]
-    if type(value) in (list, tuple):
-        return [t for item in value for t in _tensors(item)]
-    if type(value) is dict:
-        return [t for item in value.values() for t in _tensors(item)]
-    return []
+from autograder.tensors import tensors_in
 
 
 def _replace(value: Any, replacements: dict[int, torch.Tensor]) -> Any:
@@ -60,8 +50,8 @@ def attach(session, value: Any, args: tuple, kwargs: dict, token: Any) -> Any:  
     """``value`` with the tensors the sandbox marked as depending on the arguments made differentiable."""
     if type(token) is not tuple or len(token) != 2 or type(token[0]) is not int or type(token[1]) is not list:
         raise ChannelError("the kernel sent a malformed gradient token")
-    inputs = [t for t in _tensors([*args, *kwargs.values()]) if t.requires_grad]
-    found = _tensors(value)
+    inputs = [t for t in tensors_in([*args, *kwargs.values()]) if t.requires_grad]
+    found = tensors_in(value)
     if len(found) != len(token[1]) or not inputs:
         raise ChannelError("the kernel's gradient token does not match its answer")
     outputs = [t.detach() for t, marked in zip(found, token[1]) if marked is True]

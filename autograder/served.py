@@ -332,24 +332,20 @@ def _snapshot(value: Any) -> bytes | None:
     if "torch" in sys.modules:
         import torch
 
+        from autograder.tensors import bytes_of
+
         if type(value) in (torch.Tensor, torch.nn.Parameter) and value.layout == torch.strided:
-            return value.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy().tobytes() \
-                if value.numel() else b""
+            return bytes_of(value)
     return None
 
 
 def _tensors(value: Any) -> list:
+    """`autograder.tensors.tensors_in`, where the notebook has torch (the walk both sides share)."""
     if "torch" not in sys.modules:
         return []
-    import torch
+    from autograder.tensors import tensors_in
 
-    if type(value) in (torch.Tensor, torch.nn.Parameter):
-        return [value]
-    if type(value) in (list, tuple):
-        return [t for item in value for t in _tensors(item)]
-    if type(value) is dict:
-        return [t for item in value.values() for t in _tensors(item)]
-    return []
+    return tensors_in(value)
 
 
 def _leaves(args: tuple, kwargs: dict) -> list:

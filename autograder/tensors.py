@@ -26,7 +26,8 @@ WHOLE_STORAGE_BYTES = 64 << 20
 DEVICE = re.compile(r"(cpu|cuda|meta|mps)(:\d{1,3})?")
 
 
-def _bytes_of(tensor: torch.Tensor) -> bytes:
+def bytes_of(tensor: torch.Tensor) -> bytes:
+    """The tensor's values, C order, as bytes."""
     flat = tensor.detach().to("cpu").contiguous().reshape(-1)
     return flat.view(torch.uint8).numpy().tobytes() if flat.numel() else b""
 
@@ -105,24 +106,43 @@ def _finish(tensor: torch.Tensor, header: dict) -> torch.Tensor:
     return tensor.requires_grad_(grad) if grad else tensor
 
 
-def encode_plain(value: Any, buffers: list[bytes]) -> dict | None:
-    """Trusted side: a tensor as a plain copy (with its requires_grad flag); None for what is not torch data."""
-    small = _small_value(value, buffers)
-    if small is not None:
-        return small
+def tensors_in(value: Any) -> list[torch.Tensor]:
+    """The tensors of ``value`` in the one order both sides walk it: the value itself, or the items of its lists and
+    tuples and the values of its dicts, depth first (so gradients and outputs pair up across the channel)."""
+    if type(value) in (torch.Tensor, torch.nn.Parameter):
+        return [value]
+    if type(value) in (list, tuple):
+        return [t for item in value for t in tensors_in(item)]
+    if type(value) is dict:
+        return [t for item in value.values() for t in tensors_in(item)]
+    return []
+
+
+def _tensor_header(value: Any) -> dict | None:
+    """The header of a tensor that can cross (a strided tensor of an allowed dtype), without its bytes."""
     if type(value) not in (torch.Tensor, torch.nn.Parameter) or value.layout != torch.strided:
         return None
     name = str(value.dtype).removeprefix("torch.")
     if name not in TORCH_DTYPES:
         return None
-    header = {"$": "pt", "dtype": name, "shape": list(value.shape), "grad": bool(value.requires_grad),
-              "param": type(value) is torch.nn.Parameter}
+    return {"$": "pt", "dtype": name, "shape": list(value.shape), "grad": bool(value.requires_grad),
+            "param": type(value) is torch.nn.Parameter}
+
+
+def encode_plain(value: Any, buffers: list[bytes]) -> dict | None:
+    """Trusted side: a tensor as a plain copy (with its requires_grad flag); None for what is not torch data."""
+    small = _small_value(value, buffers)
+    if small is not None:
+        return small
+    header = _tensor_header(value)
+    if header is None:
+        return None
     storage = value.untyped_storage()
     if not value.is_contiguous() and value.device.type == "cpu" and _small(storage, value):
         buffers.append(_storage_bytes(storage))  # a transposed or expanded tensor stays one there too
         header["view"] = [-1, value.storage_offset(), list(value.stride())]
     else:
-        buffers.append(_bytes_of(value))
+        buffers.append(bytes_of(value))
     header["b"] = len(buffers) - 1
     return header
 
@@ -196,13 +216,9 @@ class SandboxStorages:
         small = _small_value(value, buffers)
         if small is not None:
             return small
-        if type(value) not in (torch.Tensor, torch.nn.Parameter) or value.layout != torch.strided:
+        header = _tensor_header(value)
+        if header is None:
             return None
-        name = str(value.dtype).removeprefix("torch.")
-        if name not in TORCH_DTYPES:
-            return None
-        header = {"$": "pt", "dtype": name, "shape": list(value.shape), "grad": bool(value.requires_grad),
-                  "param": type(value) is torch.nn.Parameter}
         storage = value.untyped_storage()
         if _small(storage, value) and value.device.type == "cpu":
             key = storage.data_ptr()
@@ -212,7 +228,7 @@ class SandboxStorages:
             buffers.append(_storage_bytes(storage))
             header["view"] = [self.numbers[key], value.storage_offset(), list(value.stride())]
         else:
-            buffers.append(_bytes_of(value))
+            buffers.append(bytes_of(value))
         header["b"] = len(buffers) - 1
         return header
 
