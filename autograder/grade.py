@@ -153,7 +153,8 @@ def _grade_tasks(options: Options, tasks: list[Task], templates: dict[str, Templ
             reused += 1
         else:
             to_grade.append(task)
-    jobs = [Job(templates[t.assignment], t.notebooks, options.limits, options.isolate, str(scratch)) for t in to_grade]
+    jobs = [Job(templates[t.assignment], t.notebooks, options.limits, options.isolate, str(scratch),
+            options.warm) for t in to_grade]
     try:
         pool.run(jobs, options.limits.wall_seconds, lambda index, result: finish(to_grade[index], result, True))
     finally:

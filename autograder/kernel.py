@@ -34,31 +34,42 @@ def set_limits(limits: Limits) -> None:
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
 
 
-def main(argv: list[str]) -> None:
-    """Set limits, preload the checks, then run ipykernel with ``argv``."""
-    started = time.time()
-    die_with_parent()  # a kernel outside the sandbox (--no-isolate) dies with its worker too
-    set_limits(Limits.from_json(os.environ[ENV]))
+def preload(modules: tuple[str, ...]) -> None:
+    """Import `autograder.checks` (it captures numpy's and torch's comparison functions) and ``modules``. No
+    torch operation runs: a warm start (`autograder.zygote`) forks kernels from the process that called this."""
     import autograder.checks  # noqa: F401 - captures numpy's functions before student code runs
 
-    for module in filter(None, os.environ.get("AUTOGRADER_PRELOAD", "").split(",")):
+    for module in modules:
         importlib.import_module(module)
     if "torch" in sys.modules:
+        autograder.checks._capture_torch()
+
+
+def start(argv: list[str], times: dict[str, float]) -> None:
+    """Run ipykernel with ``argv`` (``-f CONNECTION_FILE``) in this preloaded process; first write ``times`` and
+    when ipykernel was ready to ``AUTOGRADER_TIMES_FILE``."""
+    if "torch" in sys.modules and "OMP_NUM_THREADS" in os.environ:
         import torch
 
-        if "OMP_NUM_THREADS" in os.environ:
-            torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
-        autograder.checks._capture_torch()
-    preloaded = time.time()
+        torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
     from ipykernel.kernelapp import IPKernelApp
 
     app = IPKernelApp.instance()
     app.initialize(argv)
     times_file = os.environ.get("AUTOGRADER_TIMES_FILE")
     if times_file:
-        with open(times_file, "w") as times:
-            times.write(json.dumps({"started": started, "preloaded": preloaded, "ready": time.time()}))
+        with open(times_file, "w") as handle:
+            handle.write(json.dumps({**times, "ready": time.time()}))
     app.start()
+
+
+def main(argv: list[str]) -> None:
+    """Set limits, preload the checks and ``AUTOGRADER_PRELOAD``, then run ipykernel with ``argv``."""
+    started = time.time()
+    die_with_parent()  # a kernel outside the sandbox (--no-isolate) dies with its worker too
+    set_limits(Limits.from_json(os.environ[ENV]))
+    preload(tuple(filter(None, os.environ.get("AUTOGRADER_PRELOAD", "").split(","))))
+    start(argv, {"started": started, "preloaded": time.time()})
 
 
 if __name__ == "__main__":

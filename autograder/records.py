@@ -33,6 +33,7 @@ class Options:
     limits: Limits = Limits()
     unpacked_bytes: int = STAGING_BYTES  # what a zip of submissions may unpack in all
     isolate: bool = True
+    warm: bool = True  # fork kernels from a preloaded process per assignment (`autograder.zygote`); False: --cold
     progress: bool = True
     scheduler: str = ""  # a Dask scheduler's address: grade there (`autograder.cluster`) instead of locally
     similarity_threshold: float | None = None  # list pairs this similar (`autograder.similarity`); None: off
@@ -97,6 +98,7 @@ class Job:
     limits: Limits
     isolate: bool  # False: the kernel runs without the sandbox (resource limits only)
     scratch: str = ""  # the folder of the job's temporary folders ('' for the system's)
+    warm: bool = True  # fork the kernel from the assignment's zygote (`autograder.warm`); False: start it cold
 
     @property
     def assignment(self) -> str:

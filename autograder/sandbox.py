@@ -192,16 +192,24 @@ def environment(home: Path, limits: Limits, preload: tuple[str, ...]) -> dict[st
 
 
 def command(home: Path, work: Path, limits: Limits, env: dict[str, str], program: list[str],
-            link: Path | None = None) -> list[str]:
+            link: Path | None = None, zygote: bool = False) -> list[str]:
     """The command that runs ``program`` in a sandbox whose writable folder is ``home`` (cwd ``work``; also
-    reached through ``link``, a `socket_link`, when given)."""
+    reached through ``link``, a `socket_link`, when given).
+
+    ``zygote``: the sandbox of a warm start (`autograder.zygote`), whose program makes each kernel's namespaces
+    itself: new user namespaces stay allowed there, and the root and ``/dev``, which its kernels share, are
+    read-only (``home``, the kernels' homes, is hidden from each kernel but for its own).
+    """
     bwrap = bwrap_path()
     setenv = ["--clearenv"] + [arg for key, value in sorted(env.items()) for arg in ("--setenv", key, value)]
+    namespaces = [n for n in NAMESPACES if not (zygote and n == "--disable-userns")]
+    shared_read_only = ["--remount-ro", "/dev", "--remount-ro", "/"] if zygote else []
     if os.geteuid() != 0:
-        return [bwrap, *NAMESPACES, "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID),
-                *_view(home, limits.tmp_bytes, ["--proc", "/proc"], link), *setenv, "--chdir", str(work), "--", *program]
-    inner = [bwrap, *NAMESPACES, "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID), "--bind", "/", "/",
-             "--dev", "/dev", "--proc", "/proc", "--chdir", str(work), "--", *program]
+        return [bwrap, *namespaces, "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID),
+                *_view(home, limits.tmp_bytes, ["--proc", "/proc"], link), *shared_read_only, *setenv,
+                "--chdir", str(work), "--", *program]
+    inner = [bwrap, *namespaces, "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID), "--bind", "/", "/",
+             "--dev", "/dev", "--proc", "/proc", *shared_read_only, "--chdir", str(work), "--", *program]
     # The inner bwrap mounts the kernel's own /proc, which needs a /proc without bwrap's covers here.
     return [bwrap, "--die-with-parent", "--unshare-pid", *_view(home, limits.tmp_bytes, ["--bind", "/proc", "/proc"], link),
             "--cap-add", "CAP_SETUID,CAP_SETGID,CAP_CHOWN", *setenv, "--chdir", str(work), "--",

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,6 +36,21 @@ from autograder.test_cells import CellRun, TrustedCells, answer_names
 
 DIED = "DeadKernelError"
 SERVE = "__import__('autograder.served').served.serve({path!r}, globals())"
+
+
+@dataclass
+class Spent:
+    """Seconds the notebooks of one job spent in test cells (here) and in every other code cell (in the kernel);
+    the worker clears it before each job (`autograder.worker`)."""
+
+    tests: float = 0.0
+    cells: float = 0.0
+
+    def clear(self) -> None:
+        self.tests = self.cells = 0.0
+
+
+SPENT = Spent()
 
 
 @dataclass(frozen=True)
@@ -115,7 +131,10 @@ class TrustedExecute(Execute):
         if not self.looked_for_kernel:  # before the first cell: no student code has run yet
             self.looked_for_kernel = True
             process = getattr(self.km.provisioner, "process", None)
-            self.kernel_pid = kernel_pid(process.pid) if process is not None else None
+            if hasattr(process, "kernel_pid"):  # a warm kernel (`autograder.warm.WarmKernel`)
+                self.kernel_pid = process.kernel_pid()
+            else:
+                self.kernel_pid = kernel_pid(process.pid) if process is not None else None
         if cell.cell_type != "code":
             return await super().async_execute_cell(cell, cell_index, execution_count, store_history)
         if grade_id in self.plan.tests:
@@ -125,13 +144,17 @@ class TrustedExecute(Execute):
         if self.died:  # nothing runs after the kernel died; the tests that needed it fail with the reason
             cell.outputs = [nbformat.v4.new_output("error", ename=DIED, evalue=self.died, traceback=[self.died])]
             return cell
+        began = time.perf_counter()
         try:
             if grade_id in self.plan.tests:
                 await self._run_test(cell, cell_index, grade_id)
+                SPENT.tests += time.perf_counter() - began
                 return cell
             if grade_id in self.plan.given:
                 self.trusted.run_given(cell.source, grade_id)
-            return await super().async_execute_cell(cell, cell_index, execution_count, store_history)
+            executed = await super().async_execute_cell(cell, cell_index, execution_count, store_history)
+            SPENT.cells += time.perf_counter() - began
+            return executed
         except DeadKernelError:
             self.died = (f"the kernel died in cell '{grade_id or cell_index}' (a memory or CPU time limit, or the "
                          "notebook ended it): the cells after it did not run")

@@ -32,6 +32,7 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 # jsonschema (imported by nbformat) compiles ~40 grammars at import when rfc3987_syntax is installed,
@@ -47,14 +48,16 @@ from autograder.nbgrader_course import (course_config, generate_assignment, run_
 from autograder.limits import WORKER_HEADROOM  # noqa: E402
 from autograder.records import CellResult, GenerateJob, Job, Result, read_job  # noqa: E402
 from autograder.safe_html import with_csp  # noqa: E402
-from autograder.sandbox import KERNEL_NAME, kernel_argv, prepare_home, socket_link, write_kernelspec  # noqa: E402
-from autograder.trusted_execute import TrustedExecute  # noqa: E402
+from autograder.sandbox import KERNEL_NAME, environment, kernel_argv, prepare_home, socket_link, write_kernelspec  # noqa: E402
+from autograder.trusted_execute import SPENT, TrustedExecute  # noqa: E402
+from autograder.warm import WarmLaunch, WarmStartUnavailable, Zygote, zygote_for  # noqa: E402
 from nbgrader.converters import Autograde  # noqa: E402
 from nbgrader.preprocessors import Execute  # noqa: E402
 
 STUDENT = "student"
 _launches: list[float] = []
-_kernels: list[int] = []  # the process ids of this job's kernels (each the leader of its own session)
+_kernels: list[Callable[[], None]] = []  # what kills each of this job's kernels, with all it started
+_warm: list[WarmLaunch] = []  # this job's warm start, if it has one: its kernel is forked, not launched
 
 
 def grading_config(course: Path, db_url: str, cell_timeout: int, home: Path, sockets: Path):
@@ -147,9 +150,17 @@ def _record_launches() -> None:
 
         async def _async_launch_kernel(self, kernel_cmd, **kw):
             _launches.append(time.time())
-            launched = await super()._async_launch_kernel(kernel_cmd, **kw)
-            _kernels.append(self.provisioner.process.pid)
-            return launched
+            if not _warm:
+                launched = await super()._async_launch_kernel(kernel_cmd, **kw)
+                pid = self.provisioner.process.pid
+                _kernels.append(lambda: kill_group(pid))
+                return launched
+            # A warm kernel: forked by the zygote, held by the provisioner as its process (`autograder.warm`).
+            process = _warm[0].spawn(self.connection_file)
+            self.provisioner.process, self.provisioner.pid, self.provisioner.pgid = process, None, None
+            _kernels.append(process.kill)
+            self._reconcile_connection_info(self.provisioner.connection_info)
+            return None
 
         _launch_kernel = _async_launch_kernel
 
@@ -183,18 +194,34 @@ def grade_submission(job: Job, notebooks: dict[str, bytes | None]) -> Result:
     Not thread-safe (it sets JUPYTER_PATH for nbgrader): one job at a time per process.
     """
     workdir = Path(tempfile.mkdtemp(prefix="job-", dir=job.scratch or None))
-    sockets = socket_link(workdir / "kernel")
+    zygote = _zygote(job)
+    home = zygote.new_home() if zygote else workdir / "kernel"
+    sockets = socket_link(home)
     try:
-        return _grade(job, notebooks, workdir, sockets)
+        return _grade(job, notebooks, workdir, home, sockets, zygote)
     finally:
         sockets.unlink(missing_ok=True)
         shutil.rmtree(workdir, ignore_errors=True)
+        shutil.rmtree(home, ignore_errors=True)
 
 
-def _grade(job: Job, notebooks: dict[str, bytes | None], workdir: Path, sockets: Path) -> Result:
+def _zygote(job: Job) -> Zygote | None:
+    """The warm start of the job's assignment in this worker, or None for a cold kernel (``--cold``, no sandbox,
+    or the warm process could not start: the log says why)."""
+    if not (job.warm and job.isolate):
+        return None
+    try:
+        return zygote_for(job.template.preload, job.scratch)
+    except WarmStartUnavailable as error:
+        print(f"warm start unavailable, grading with a cold kernel: {error}", file=sys.stderr)
+        return None
+
+
+def _grade(job: Job, notebooks: dict[str, bytes | None], workdir: Path, home: Path, sockets: Path,
+           zygote: Zygote | None) -> Result:
     assignment, template, limits = job.assignment, job.template, job.limits
     released = template.released
-    course, home = workdir / "course", workdir / "kernel"
+    course = workdir / "course"
     shutil.copytree(released, course / "source" / assignment, ignore=shutil.ignore_patterns("*.ipynb"))
     shutil.copytree(released, home / "work", ignore=shutil.ignore_patterns("*.ipynb"))
     submitted = course / "submitted" / STUDENT / assignment
@@ -214,6 +241,11 @@ def _grade(job: Job, notebooks: dict[str, bytes | None], workdir: Path, sockets:
     _record_launches()
     _launches.clear()
     _kernels.clear()
+    _warm.clear()
+    if zygote is not None:
+        _warm.append(WarmLaunch(zygote, home, home / "work", sockets, limits,
+                                environment(home, limits, template.preload)))
+    SPENT.clear()
     started = time.time()
     config = grading_config(course, db_url, limits.cell_seconds, home, sockets)
     with DiskQuota(home, limits.disk_bytes, _kill_kernels) as quota:
@@ -245,24 +277,31 @@ def _grade(job: Job, notebooks: dict[str, bytes | None], workdir: Path, sockets:
 
 def _kill_kernels() -> None:
     """Kill this job's kernels and everything they started (bwrap's sandbox dies with it)."""
-    for pid in _kernels:
-        kill_group(pid)
+    for kill in _kernels:
+        kill()
 
 
 def _timings(kernel_times: Path, started: float, autograded_at: float) -> dict[str, float]:
-    """Seconds spent: nbgrader's set-up before the first kernel launch, starting the sandbox (bwrap up to the
-    kernel's first line), the kernel's imports, starting ipykernel, running the notebook (with nbgrader's
-    bookkeeping and the kernel's shutdown), writing the feedback. {} when the kernel left no valid record."""
+    """Seconds spent: nbgrader's set-up before the kernel is launched; starting the kernel, cold (bwrap up to the
+    kernel's first line, its imports, ipykernel) or warm (the zygote's fork, the kernel's namespaces and
+    filesystem, ipykernel); the student's and given cells, the test cells, the rest of nbgrader's run (its
+    bookkeeping, the kernel's shutdown); the feedback. {} when the kernel left no valid record."""
     try:
         # The kernel wrote this file: read it without following a link it may have put there.
         descriptor = os.open(kernel_times, os.O_RDONLY | os.O_NOFOLLOW)
         with os.fdopen(descriptor) as handle:
             kernel = {key: float(value) for key, value in json.loads(handle.read(4096)).items()}
         launched = _launches[0]
-        return {"nbgrader_setup": launched - started, "sandbox_start": kernel["started"] - launched,
-                "kernel_preload": kernel["preloaded"] - kernel["started"],
-                "ipykernel_start": kernel["ready"] - kernel["preloaded"],
-                "run_notebook": autograded_at - kernel["ready"], "feedback": time.time() - autograded_at}
+        if "forked" in kernel:
+            start = {"fork": kernel["forked"] - launched, "sandbox": kernel["sandboxed"] - kernel["forked"],
+                     "ipykernel_start": kernel["ready"] - kernel["sandboxed"]}
+        else:
+            start = {"sandbox_start": kernel["started"] - launched,
+                     "kernel_preload": kernel["preloaded"] - kernel["started"],
+                     "ipykernel_start": kernel["ready"] - kernel["preloaded"]}
+        return {"nbgrader_setup": launched - started, **start, "cells": SPENT.cells, "tests": SPENT.tests,
+                "nbgrader_rest": autograded_at - kernel["ready"] - SPENT.cells - SPENT.tests,
+                "feedback": time.time() - autograded_at}
     except (OSError, ValueError, TypeError, AttributeError, KeyError, IndexError):
         return {}
 

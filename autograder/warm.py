@@ -1,0 +1,197 @@
+"""Warm kernels, the worker's side: one `autograder.zygote` per set of preloaded modules, asked for a kernel
+per submission.
+
+`Zygote` starts the warm process in its sandbox (`autograder.sandbox.command` with ``zygote``) and waits
+until it has imported its modules; `Zygote.spawn` asks it for a kernel and returns a `WarmKernel`, the
+process handle jupyter_client's provisioner holds in place of a ``Popen`` (`autograder.worker`).
+`zygote_for` keeps one per preload set in this worker process. `check` forks one probe at the start of a
+run and raises `WarmStartUnavailable`, with the reason, when a warm kernel would be less isolated than a
+cold one (the run then grades with cold kernels).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import select
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from autograder.limits import Limits
+from autograder.sandbox import SANDBOX_UID, command, environment, prepare_home
+from autograder.zygote import KernelRequest
+
+START_TIMEOUT = 120.0
+PROBE_FILE = "probe.txt"
+
+
+class WarmStartUnavailable(RuntimeError):
+    """No warm kernel can be made here, or it would be less isolated than a cold one: the message says why."""
+
+
+class WarmKernel:
+    """A kernel forked by a `Zygote`, as jupyter_client's provisioner uses a process: ``poll``, ``wait``,
+    ``kill``, ``terminate``, ``send_signal``. ``kernel_pid`` finds its process as this machine numbers it."""
+
+    stdin = stdout = stderr = None
+    pid = None  # the zygote's child has no number here; `kernel_pid` finds the kernel's
+
+    def __init__(self, zygote: Zygote, request: KernelRequest):
+        self.zygote, self.request = zygote, request
+        self.returncode: int | None = None
+        self._pid: int | None = None
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            self.zygote.read(0)
+            self.returncode = self.zygote.exits.get(self.request.id)
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.poll() is None:
+            remaining = None if deadline is None else deadline - time.monotonic()
+            if remaining is not None and remaining <= 0:
+                raise subprocess.TimeoutExpired("warm kernel", timeout)
+            self.zygote.read(remaining)
+        return self.returncode
+
+    def kill(self) -> None:
+        """Kill the kernel and everything it started (its pid namespace ends with it)."""
+        if self.poll() is None:
+            self.zygote.send({"kill": self.request.id})
+
+    terminate = kill
+
+    def send_signal(self, signum: int) -> None:  # noqa: ARG002 - interrupts are messages; every signal ends it
+        self.kill()
+
+    def kernel_pid(self) -> int | None:
+        """The kernel's process id here, found by its one-time name (call it before any student code runs)."""
+        if self._pid is None:
+            for entry in os.scandir("/proc"):
+                try:
+                    if entry.name.isdigit() and Path(entry.path, "comm").read_text().strip() == self.request.token:
+                        self._pid = int(entry.name)
+                        break
+                except OSError:
+                    continue
+        return self._pid
+
+
+class Zygote:
+    """A warm process with ``preload`` imported, in its sandbox; kernels' homes go under ``self.jobs``."""
+
+    def __init__(self, preload: tuple[str, ...], scratch: str = "", stderr=None):  # noqa: ANN001 - a file or None
+        self.preload = preload
+        self.jobs = Path(tempfile.mkdtemp(prefix="warm-", dir=scratch or None))
+        prepare_home(self.jobs)
+        self.control, theirs = socket.socketpair()
+        limits = Limits()
+        program = [sys.executable, "-m", "autograder.zygote", str(theirs.fileno()), str(self.jobs)]
+        argv = command(self.jobs, self.jobs, limits, environment(self.jobs, limits, preload), program, zygote=True)
+        self.process = subprocess.Popen(argv, pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, stderr=stderr,
+                                        start_new_session=True)
+        theirs.close()
+        self.buffer, self.exits, self.spawned, self.count = b"", {}, set(), 0
+        self.ready: dict = {}
+        deadline = time.monotonic() + START_TIMEOUT
+        while not self.ready and self.alive and time.monotonic() < deadline:
+            self.read(deadline - time.monotonic())
+        if not self.ready:
+            self.close()
+            raise WarmStartUnavailable(f"the warm process (preloading {', '.join(preload) or 'the checks'}) did not "
+                                       "start: its sandbox could not be made or an import failed")
+
+    @property
+    def alive(self) -> bool:
+        return self.process.poll() is None and self.control.fileno() >= 0
+
+    def send(self, message: dict) -> None:
+        self.control.sendall((json.dumps(message) + "\n").encode())
+
+    def read(self, timeout: float | None) -> None:
+        """Read what the zygote said within ``timeout`` seconds (0: only what is there)."""
+        if self.control.fileno() < 0 or not select.select([self.control], [], [], timeout)[0]:
+            return
+        data = self.control.recv(1 << 16)
+        if not data:  # the zygote is gone, and every kernel with it
+            self.exits.update({i: -9 for i in self.spawned if i not in self.exits})
+            self.control.close()
+            return
+        self.buffer += data
+        while b"\n" in self.buffer:
+            line, self.buffer = self.buffer.split(b"\n", 1)
+            message = json.loads(line)
+            if "ready" in message:
+                self.ready = message
+            elif "spawned" in message:
+                self.spawned.add(message["spawned"])
+            elif "exited" in message:
+                self.exits[message["exited"]] = int(message["status"])
+
+    def new_home(self) -> Path:
+        """A new kernel home under ``jobs`` (the kernel's only writable folder)."""
+        return Path(tempfile.mkdtemp(prefix="kernel-", dir=self.jobs))
+
+    def spawn(self, home: Path, work: Path, link: Path, connection_file: Path, limits: Limits, env: dict[str, str],
+              probe: str = "") -> WarmKernel:
+        """Fork a kernel whose home is ``home`` (from `new_home`, prepared with `prepare_home`)."""
+        self.count += 1
+        request = KernelRequest(self.count, f"ag{secrets.token_hex(6)}", str(home), str(work), str(link),
+                                str(connection_file), limits.to_json(), env, probe)
+        self.send(json.loads(request.to_json()))
+        deadline = time.monotonic() + START_TIMEOUT
+        while request.id not in self.spawned and request.id not in self.exits and time.monotonic() < deadline:
+            if not self.alive:
+                raise WarmStartUnavailable("the warm process died")
+            self.read(deadline - time.monotonic())
+        return WarmKernel(self, request)
+
+    def close(self) -> None:
+        """End the zygote and every kernel it forked."""
+        self.control.close()
+        try:
+            os.killpg(self.process.pid, 9)
+        except OSError:
+            pass
+        self.process.wait()
+        shutil.rmtree(self.jobs, ignore_errors=True)
+
+
+_zygotes: dict[tuple[str, ...], Zygote] = {}
+
+
+def zygote_for(preload: tuple[str, ...], scratch: str) -> Zygote:
+    """This worker's zygote for ``preload``, started on first use (again if it died)."""
+    found = _zygotes.get(preload)
+    if found is None or not found.alive:
+        if found is not None:
+            found.close()
+        found = _zygotes[preload] = Zygote(preload, scratch)
+    return found
+
+
+@dataclass(frozen=True)
+class WarmLaunch:
+    """What one job's warm kernel needs besides its connection file: the worker's kernel manager calls `spawn`
+    where it would start the kernelspec's command (`autograder.worker`)."""
+
+    zygote: Zygote
+    home: Path
+    work: Path
+    link: Path
+    limits: Limits
+    env: dict[str, str]
+
+    def spawn(self, connection_file: str) -> WarmKernel:
+        if os.geteuid() == 0:  # the kernel, uid SANDBOX_UID, reads it
+            os.chown(connection_file, SANDBOX_UID, SANDBOX_UID)
+        return self.zygote.spawn(self.home, self.work, self.link, Path(connection_file), self.limits, self.env)

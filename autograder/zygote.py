@@ -1,0 +1,256 @@
+"""The warm start: a sandboxed process that has imported what an assignment's kernels need and forks one
+kernel per submission, each in namespaces of its own.
+
+`autograder.warm.Zygote` starts ``python -m autograder.zygote FD JOBS`` in a bubblewrap sandbox like a cold
+kernel's (`autograder.sandbox.command` with ``zygote``: the same read-only view, plus JOBS, the folder
+that holds the kernels' homes, and without bubblewrap's ban on new user namespaces). It imports the
+checks and ``AUTOGRADER_PRELOAD`` (`autograder.kernel.preload`: no torch operation runs here, so no
+thread pool exists to break in a fork), says ``{"ready": ...}`` on FD (a socket to its worker) and serves
+JSON lines there:
+
+- ``{"spawn": KernelRequest}``: fork a kernel; answered ``{"spawned": id}``, then ``{"exited": id, "status": n}``;
+- ``{"kill": id}``: kill that kernel and everything it started.
+
+A kernel is three processes, as bubblewrap's are:
+
+1. the *monitor*, forked here: it closes every descriptor and enters new user, mount, pid, network, IPC,
+   UTS (and cgroup) namespaces, as its own ids; it exits with the status of
+2. *init*, pid 1 of the new pid namespace. It builds the kernel's filesystem: JOBS hidden under an empty
+   read-only tmpfs but for its own home, a fresh ``/tmp`` (with the symlink to its home that the channel's
+   sockets use), ``/dev/shm``, ``/dev/pts`` and ``/proc``. It brings up loopback, allows no further user
+   namespace (``max_user_namespaces`` 0 in the new one), drops every capability, forks 3 and reaps orphans
+   until 3 exits, which ends the namespace and everything in it;
+3. the *kernel*: a new session, a one-time name (its worker finds it in /proc by it), its limits and
+   environment, then ipykernel (`autograder.kernel.start`), or for a check the request's ``probe`` code.
+
+Every ancestor dies with its parent (parent-death signals), so a kill of the worker or of the zygote
+leaves nothing running.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import socket
+import sys
+import time
+import traceback
+from dataclasses import asdict, dataclass
+
+from autograder import namespaces as ns
+from autograder.kernel import preload, set_limits, start
+from autograder.limits import Limits
+
+SETUP_FAILED = 71  # the exit status of a kernel whose namespaces or filesystem could not be made
+ISOLATED = ns.ALL
+
+
+@dataclass(frozen=True)
+class KernelRequest:
+    """One kernel to fork: its home (its only writable folder, under JOBS) and working folder, the short link
+    to its home, its connection file, limits and whole environment, and the name it takes (``token``).
+    ``probe``: Python code to run instead of ipykernel (the start-up check and the tests)."""
+
+    id: int
+    token: str
+    home: str
+    work: str
+    link: str
+    connection_file: str
+    limits: str  # `Limits.to_json`
+    env: dict[str, str]
+    probe: str = ""
+
+    def to_json(self) -> str:
+        return json.dumps({"spawn": asdict(self)})
+
+
+def _exit_code(status: int) -> int:
+    code = os.waitstatus_to_exitcode(status)
+    return 128 - code if code < 0 else code
+
+
+def _mount_points_under(path: str) -> list[str]:
+    """The outermost mount points strictly under ``path``, from /proc/self/mountinfo."""
+    points = []
+    with open("/proc/self/mountinfo") as handle:
+        for line in handle:
+            point = line.split()[4].encode().decode("unicode_escape")
+            if point.startswith(path.rstrip("/") + "/") and point not in points:
+                points.append(point)
+    return [p for p in points if not any(p.startswith(other + "/") for other in points)]
+
+
+def _fresh_tmpfs(path: str, data: str) -> None:
+    """A new tmpfs at ``path``, with the mounts that lay under it (the interpreter's folders, where the checkout
+    is under /tmp) bound again at their places."""
+    kept = [(point, os.open(point, os.O_PATH)) for point in _mount_points_under(path)]
+    ns.mount("tmpfs", path, "tmpfs", ns.MS_NOSUID | ns.MS_NODEV, data)
+    for point, descriptor in kept:
+        if os.path.isdir(f"/proc/self/fd/{descriptor}"):
+            os.makedirs(point, exist_ok=True)
+        else:
+            os.makedirs(os.path.dirname(point), exist_ok=True)
+            open(point, "a").close()
+        ns.mount(f"/proc/self/fd/{descriptor}", point, flags=ns.MS_BIND | ns.MS_REC)
+        os.close(descriptor)
+
+
+def _filesystem(request: KernelRequest, jobs: str, tmp_bytes: int) -> None:
+    """The kernel's view (module docstring, step 2), made in its new mount namespace."""
+    ns.mount(None, "/", flags=ns.MS_REC | ns.MS_PRIVATE)
+    home = os.open(request.home, os.O_PATH | os.O_DIRECTORY)
+    ns.mount("tmpfs", jobs, "tmpfs", ns.MS_NOSUID | ns.MS_NODEV, "size=64k,mode=0755")
+    os.makedirs(request.home)
+    ns.mount(f"/proc/self/fd/{home}", request.home, flags=ns.MS_BIND)  # still the zygote's /proc here
+    os.close(home)
+    ns.mount(None, jobs, flags=ns.MS_REMOUNT | ns.MS_RDONLY | ns.MS_NOSUID | ns.MS_NODEV)
+    _fresh_tmpfs("/tmp", f"size={tmp_bytes},mode=1777")
+    os.symlink(request.home, request.link)
+    _fresh_tmpfs("/dev/shm", f"size={tmp_bytes},mode=1777")
+    ns.mount("devpts", "/dev/pts", "devpts", ns.MS_NOSUID | ns.MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620")
+    ns.mount("proc", "/proc", "proc", ns.MS_NOSUID | ns.MS_NODEV | ns.MS_NOEXEC)
+
+
+def _kernel(request: KernelRequest, limits: Limits, times: dict[str, float]) -> int:
+    """Step 3: become the submission's kernel; returns the exit status of a probe (ipykernel never returns)."""
+    os.setsid()
+    ns.set_name(request.token)
+    set_limits(limits)
+    os.environ.clear()
+    os.environ.update(request.env)
+    os.chdir(request.work)
+    if not request.probe:
+        start(["-f", request.connection_file], times)
+        return 0
+    try:
+        exec(compile(request.probe, "<probe>", "exec"), {"__name__": "__main__"})  # noqa: S102 - the grader's code
+    except SystemExit as done:
+        return done.code if isinstance(done.code, int) else 1
+    return 0
+
+
+def _init(request: KernelRequest, jobs: str, times: dict[str, float]) -> int:
+    """Step 2, as pid 1 of the new pid namespace: returns the kernel's exit status."""
+    ns.set_parent_death_signal(signal.SIGKILL)
+    limits = Limits.from_json(request.limits)
+    _filesystem(request, jobs, limits.tmp_bytes)
+    ns.loopback_up()
+    with open("/proc/sys/user/max_user_namespaces", "w") as handle:
+        handle.write("0")
+    ns.drop_privileges()
+    times["sandboxed"] = time.time()
+    kernel = os.fork()
+    if kernel == 0:
+        os._exit(_kernel(request, limits, times))
+    ns.set_dumpable(False)
+    while True:
+        pid, status = os.wait()
+        if pid == kernel:
+            return _exit_code(status)
+
+
+def _monitor(request: KernelRequest, jobs: str, times: dict[str, float]) -> int:
+    """Step 1, in the zygote's child: returns init's exit status."""
+    ns.set_parent_death_signal(signal.SIGKILL)
+    os.closerange(3, 1 << 16)
+    uid, gid = os.getuid(), os.getgid()
+    try:
+        ns.unshare(ISOLATED | ns.CLONE_NEWCGROUP)
+    except OSError:  # a kernel without cgroup namespaces (bubblewrap's --unshare-cgroup-try)
+        ns.unshare(ISOLATED)
+    ns.map_own_ids(uid, gid)
+    init = os.fork()
+    if init == 0:
+        os._exit(_guarded(_init, request, jobs, times))
+    return _exit_code(os.waitpid(init, 0)[1])
+
+
+def _guarded(step, *args) -> int:  # noqa: ANN001 - one of the steps above
+    try:
+        return step(*args)
+    except BaseException:  # noqa: BLE001 - a child never returns into the zygote's loop
+        traceback.print_exc()
+        sys.stderr.flush()
+        return SETUP_FAILED
+
+
+class Zygote:
+    """The serving loop (module docstring): requests on ``control``, each kernel's end reported there."""
+
+    def __init__(self, control: socket.socket, jobs: str):
+        self.control, self.jobs = control, jobs
+        self.children: dict[int, int] = {}  # the monitor's pid -> the request's id
+        self.wake_read, wake_write = socket.socketpair()
+        wake_write.setblocking(False)
+        signal.set_wakeup_fd(wake_write.fileno())
+        signal.signal(signal.SIGCHLD, lambda *_: None)
+        self._wake_write = wake_write
+
+    def send(self, message: dict) -> None:
+        self.control.sendall((json.dumps(message) + "\n").encode())
+
+    def spawn(self, request: KernelRequest) -> None:
+        times = {"forked": time.time()}
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:
+            signal.set_wakeup_fd(-1)
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            os._exit(_guarded(_monitor, request, self.jobs, times))
+        self.children[pid] = request.id
+        self.send({"spawned": request.id})
+
+    def kill(self, request_id: int) -> None:
+        for pid, given in self.children.items():
+            if given == request_id:
+                os.kill(pid, signal.SIGKILL)  # init dies with it (its parent-death signal), and the namespace
+
+    def reap(self) -> None:
+        while self.children:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+            if pid == 0:
+                return
+            if pid in self.children:
+                self.send({"exited": self.children.pop(pid), "status": _exit_code(status)})
+
+    def serve(self) -> None:
+        """Serve until the worker closes its end; then kill every kernel still running."""
+        buffer = b""
+        while True:
+            ready, _, _ = select.select([self.control, self.wake_read], [], [])
+            if self.wake_read in ready:
+                self.wake_read.recv(4096)
+                self.reap()
+            if self.control not in ready:
+                continue
+            data = self.control.recv(1 << 16)
+            if not data:
+                break
+            buffer += data
+            while b"\n" in buffer:
+                line, buffer = buffer.split(b"\n", 1)
+                message = json.loads(line)
+                if "spawn" in message:
+                    self.spawn(KernelRequest(**message["spawn"]))
+                elif "kill" in message:
+                    self.kill(int(message["kill"]))
+        for pid in self.children:
+            os.kill(pid, signal.SIGKILL)
+
+
+def main(argv: list[str]) -> None:
+    """``python -m autograder.zygote FD JOBS``: preload, say ready on FD, serve."""
+    control = socket.socket(fileno=int(argv[0]))
+    started = time.time()
+    preload(tuple(filter(None, os.environ.get("AUTOGRADER_PRELOAD", "").split(","))))
+    zygote = Zygote(control, argv[1])
+    zygote.send({"ready": os.getpid(), "seconds": time.time() - started, "threads": len(os.listdir("/proc/self/task"))})
+    zygote.serve()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
