@@ -82,6 +82,9 @@ def _grade_parser(commands) -> None:
     grade.add_argument("--no-isolate", action="store_true",
                        help="run kernels without the bubblewrap sandbox, as this user (resource limits still apply; "
                             "a warning says so)")
+    grade.add_argument("--cold", action="store_true",
+                       help="start one fresh kernel process per submission (the fallback) instead of forking each "
+                            "from a warm process per assignment that has imported numpy, torch and the checks")
     grade.add_argument("--similarity-threshold", type=_fraction, default=DEFAULT_THRESHOLD, metavar="S",
                        help="list pairs of students whose solution code is at least this similar (0 to 1) in "
                             f"similarity.csv and the report, for the instructor only (default {DEFAULT_THRESHOLD})")
@@ -153,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
                      cell_seconds=args.cell_timeout, disk_bytes=args.disk * MiB)
     return grade(Options(submissions=args.submissions, out=args.out.resolve(), jobs=jobs, db_url=args.db,
                          source=args.source.resolve(), limits=limits, unpacked_bytes=int(args.max_unpacked * GiB),
-                         isolate=not args.no_isolate, progress=not args.quiet, scheduler=args.scheduler,
+                         isolate=not args.no_isolate, warm=not args.cold, progress=not args.quiet, scheduler=args.scheduler,
                          assignments=tuple(args.assignment), students=tuple(args.student), force=args.force,
                          similarity_threshold=None if args.no_similarity else args.similarity_threshold))
 

@@ -32,7 +32,7 @@ from autograder.cluster_worker import (EnvironmentMismatch, check_worker, differ
                                        pack_template, template_archive)
 from autograder.pool import WorkerStartError
 from autograder.records import Job, Result
-from autograder.sandbox import describe_isolation
+from autograder.sandbox import describe_isolation, describe_start
 
 CONNECT_TIMEOUT = 10
 WORKER_WAIT = 30
@@ -43,9 +43,10 @@ class ClusterError(WorkerStartError):
     unable to make the sandbox). A `WorkerStartError`: the run stops with this message."""
 
 
-def connect(address: str, isolate: bool = True, timeout: float = CONNECT_TIMEOUT, worker_wait: float = WORKER_WAIT):
+def connect(address: str, isolate: bool = True, timeout: float = CONNECT_TIMEOUT,
+            worker_wait: float = WORKER_WAIT) -> tuple:
     """A `distributed.Client` on ``address`` whose workers all match this client's environment (and, with
-    ``isolate``, can all make the grading sandbox)."""
+    ``isolate``, can all make the grading sandbox), and why some cannot fork warm kernels (`check_workers`)."""
     from distributed import Client
 
     try:
@@ -55,7 +56,7 @@ def connect(address: str, isolate: bool = True, timeout: float = CONNECT_TIMEOUT
                            "is `dask scheduler` running there, and is the address tcp://HOST:PORT?") from None
     try:
         client.wait_for_workers(1, timeout=worker_wait)
-        check_workers(client, isolate)
+        cold_reasons = check_workers(client, isolate)
     except TimeoutError:
         client.close()
         raise ClusterError(f"the Dask scheduler at {address} has no workers (waited {worker_wait:g} s): start "
@@ -63,12 +64,13 @@ def connect(address: str, isolate: bool = True, timeout: float = CONNECT_TIMEOUT
     except BaseException:
         client.close()
         raise
-    return client
+    return client, cold_reasons
 
 
-def check_workers(client, isolate: bool) -> None:
+def check_workers(client, isolate: bool) -> list[str]:
     """Raise `ClusterError` naming, one line each, every worker whose environment differs from this
-    client's, that cannot import the course's code, or (with ``isolate``) that cannot make the sandbox."""
+    client's, that cannot import the course's code, or (with ``isolate``) that cannot make the sandbox.
+    Returns why workers cannot fork warm kernels, one line each (`autograder.warm.check`; [] when all can)."""
     ours = fingerprint()
     try:
         theirs = client.run(check_worker, isolate, on_error="return")
@@ -85,6 +87,7 @@ def check_workers(client, isolate: bool) -> None:
             problems.append(f"worker {worker}: {found['sandbox']}")
     if problems:
         raise ClusterError("\n".join(problems))
+    return [f"worker {worker}: {found['warm']}" for worker, found in sorted(theirs.items()) if found["warm"]]
 
 
 class ClusterPool:
@@ -92,9 +95,20 @@ class ClusterPool:
 
     def __init__(self, address: str, isolate: bool = True, timeout: float = CONNECT_TIMEOUT,
                  worker_wait: float = WORKER_WAIT):
-        self.client = connect(address, isolate, timeout, worker_wait)
+        self.client, self.cold_reasons = connect(address, isolate, timeout, worker_wait)
         self.address = address
-        self.isolation = describe_isolation(isolate, cluster=True)
+        self.isolate = isolate
+
+    def isolation(self, warm: bool) -> tuple[str, bool]:
+        """The lines a run prints about how kernels run on the workers, and whether they start warm (not where
+        ``warm`` is off, the sandbox is, or a worker cannot: the lines say which)."""
+        line = describe_isolation(self.isolate, cluster=True)
+        reasons = self.cold_reasons
+        if not (warm and self.isolate and not reasons):
+            why = ("; ".join(reasons) if reasons and warm and self.isolate
+                   else "a warm start needs the sandbox" if warm else "--cold")
+            return f"{line}\nkernels start cold ({why})", False
+        return f"{line}\n{describe_start(True)}", True
 
     def describe(self) -> str:
         """'on the Dask cluster at ADDRESS: N workers, M threads' (each thread grades one submission at a time)."""

@@ -114,17 +114,24 @@ _sandbox: dict[str, str] = {}
 
 
 def check_worker(isolate: bool) -> dict:
-    """This worker's `fingerprint`, and why it cannot make the grading sandbox ('' when it can, or when
-    ``isolate`` is off); run on every worker by the client before it sends any job."""
+    """This worker's `fingerprint`, why it cannot make the grading sandbox and why it cannot fork warm kernels
+    ('' when it can, or when ``isolate`` is off); run on every worker by the client before it sends any job."""
     if isolate and "problem" not in _sandbox:  # once per worker process: its machine does not change
         from autograder.sandbox import SandboxUnavailable, check
+        from autograder.warm import WarmStartUnavailable, check as warm_check
 
         try:
             check()
             _sandbox["problem"] = ""
         except SandboxUnavailable as error:
             _sandbox["problem"] = str(error)
-    return {"fingerprint": fingerprint(), "sandbox": _sandbox["problem"] if isolate else ""}
+        try:
+            warm_check()
+            _sandbox["warm"] = ""
+        except WarmStartUnavailable as error:
+            _sandbox["warm"] = str(error)
+    return {"fingerprint": fingerprint(), "sandbox": _sandbox["problem"] if isolate else "",
+            "warm": _sandbox["warm"] if isolate else ""}
 
 
 class _Slot:

@@ -41,16 +41,26 @@ from autograder.csv_files import write_grades
 from autograder.progress import Progress
 from autograder.state import load_state, save_state
 from autograder.tasks import make_tasks
-from autograder.sandbox import SandboxUnavailable, check, describe_isolation, remove_scratch
+from autograder.sandbox import SandboxUnavailable, check, describe_isolation, describe_start, remove_scratch
+from autograder.warm import WarmStartUnavailable, check as warm_check
 from autograder.similarity import class_similarity, write_similarity
 from autograder.submissions import SubmissionsUnreadable, find, normal_id, select, valid_student_id
 
-def isolation_line(isolate: bool) -> str:
+def isolation_line(isolate: bool, warm: bool) -> tuple[str, bool]:
     """Start one sandbox (unless ``isolate`` is off) and say how kernels will run; `SandboxUnavailable` if
-    no sandbox can be made."""
-    if isolate:
-        check()
-    return describe_isolation(isolate)
+    no sandbox can be made. Then, unless ``warm`` is off, fork one warm probe (`autograder.warm.check`):
+    returns the lines and whether kernels are forked warm (False, and why, where a warm one cannot be made)."""
+    if not isolate:
+        return describe_isolation(isolate) + "\nkernels start cold: a warm start needs the sandbox", False
+    check()
+    if not warm:
+        return describe_isolation(isolate) + "\n" + describe_start(False), False
+    try:
+        warm_check()
+    except WarmStartUnavailable as error:
+        return (f"{describe_isolation(isolate)}\nwarm start unavailable: {error}; each submission gets a cold "
+                "kernel instead (as with --cold)"), False
+    return describe_isolation(isolate) + "\n" + describe_start(True), True
 
 
 def grade(options: Options) -> int:
@@ -80,9 +90,10 @@ def grade(options: Options) -> int:
 
             cluster = ClusterPool(options.scheduler, options.isolate)
         with ThreadPoolExecutor(1) as background:
-            isolation_check = None if cluster else background.submit(isolation_line, options.isolate)
+            isolation_check = None if cluster else background.submit(isolation_line, options.isolate, options.warm)
             templates = prepare_templates(options.source, out.cache, pool, _handed_in(found, options))
-            isolation = cluster.isolation if cluster else isolation_check.result()
+            isolation, warm = cluster.isolation(options.warm) if cluster else isolation_check.result()
+            options = replace(options, warm=warm)
         tasks = make_tasks(found, templates, options.grading_key)
         where = cluster.describe() if cluster else f"with {options.jobs} jobs"
         print(f"grading {len(tasks)} submissions of {len(found)} students {where}\n{isolation}", file=sys.stderr)

@@ -262,6 +262,14 @@ def describe_isolation(isolate: bool, cluster: bool = False) -> str:
             "files, the solutions, other submissions or the output; resource limits")
 
 
+def describe_start(warm: bool) -> str:
+    """The line a run prints about how each kernel starts: forked warm (`autograder.zygote`) or cold."""
+    if warm:
+        return ("warm start: each kernel is forked from one preloaded process per assignment, into namespaces, "
+                "a home, /tmp and limits of its own (--cold: a fresh process per submission)")
+    return "cold start (--cold): a fresh kernel process per submission"
+
+
 def enable_hint() -> str:
     """The line that lets unprivileged users make namespaces on this machine."""
     settings = [("/proc/sys/kernel/unprivileged_userns_clone", "0", "sudo sysctl -w kernel.unprivileged_userns_clone=1"),

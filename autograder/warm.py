@@ -195,3 +195,62 @@ class WarmLaunch:
         if os.geteuid() == 0:  # the kernel, uid SANDBOX_UID, reads it
             os.chown(connection_file, SANDBOX_UID, SANDBOX_UID)
         return self.zygote.spawn(self.home, self.work, self.link, Path(connection_file), self.limits, self.env)
+
+
+LEAKS = 3
+PROBE = f"""import ctypes, os, socket, sys
+problems = []
+home, solutions = os.environ['HOME'], sys.argv[1]
+if os.path.exists(solutions):
+    problems.append('it sees ' + solutions)
+if [name for _, name in socket.if_nameindex() if name != 'lo']:
+    problems.append('it has a network interface besides loopback')
+if sorted(p for p in os.listdir('/proc') if p.isdigit()) != ['1', str(os.getpid())]:
+    problems.append('it sees processes besides its own')
+if os.listdir(os.path.dirname(home)) != [os.path.basename(home)]:
+    problems.append('it sees the homes of other kernels')
+if ctypes.CDLL(None, use_errno=True).unshare(0x10000000) == 0:
+    problems.append('it can make a user namespace')
+status = dict(line.split(':', 1) for line in open('/proc/self/status'))
+if int(status['CapEff'], 16) or int(status['CapBnd'], 16) or status['NoNewPrivs'].strip() != '1':
+    problems.append('it keeps capabilities')
+if problems:
+    open(os.path.join(home, {PROBE_FILE!r}), 'w').write('; '.join(problems))
+    sys.exit({LEAKS})
+"""
+
+
+def check() -> None:
+    """Fork one probe from a zygote and raise `WarmStartUnavailable` (why) unless it is as isolated as a cold
+    kernel: no view of the solutions, other processes or other kernels' homes, loopback only, no capabilities
+    and no new user namespaces."""
+    from course import ROOT
+
+    with tempfile.TemporaryDirectory(prefix="autograder-warm-check-") as scratch, \
+            open(Path(scratch) / "zygote.log", "w+") as log:
+        try:
+            zygote = Zygote((), scratch, stderr=log)
+        except (OSError, WarmStartUnavailable) as error:
+            log.seek(0)
+            raise WarmStartUnavailable(f"{error} ({_last_line(log.read())})") from None
+        try:
+            home = zygote.new_home()
+            prepare_home(home)
+            limits = Limits()
+            probe = PROBE.replace("sys.argv[1]", repr(str(ROOT / "solutions")))
+            kernel = zygote.spawn(home, home, home / "link", home / "connection.json", limits,
+                                  environment(home, limits, ()), probe)
+            status = kernel.wait(START_TIMEOUT)
+            said = (home / PROBE_FILE).read_text() if (home / PROBE_FILE).exists() else ""
+        finally:
+            zygote.close()
+        log.seek(0)
+        if status == LEAKS:
+            raise WarmStartUnavailable(f"a warm kernel would be less isolated than a cold one here: {said}")
+        if status != 0:
+            raise WarmStartUnavailable(f"a warm kernel could not be made ({_last_line(log.read())})")
+
+
+def _last_line(text: str) -> str:
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    return lines[-1] if lines else "no message"
