@@ -7,6 +7,9 @@ processes: `autograder.limits.Limits`, read from the one variable ``AUTOGRADER_L
 transformers; the chapter registry says which), so that the checks hold genuine references to numpy's
 and torch's comparison functions before any student code can replace them. It records when it started, when
 the imports ended and when ipykernel was ready (``AUTOGRADER_TIMES_FILE``).
+
+A warm kernel (`autograder.zygote`) runs the same two halves apart: `preload` once in the zygote, then
+`set_limits` and `start` in each kernel forked from it.
 """
 
 from __future__ import annotations

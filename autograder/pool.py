@@ -21,14 +21,17 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from autograder.guards import kill_group
 from autograder.nbgrader_course import nbgrader_environment
 from autograder.records import GenerateJob, Job, Result
+from autograder.warm import Zygote
 from course import ROOT
 
 START_TIMEOUT = 120
+THREADS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "OMP_WAIT_POLICY")
 
 
 class WorkerStartError(RuntimeError):
@@ -126,6 +129,8 @@ class Pool:
         logs.mkdir(parents=True, exist_ok=True)
         self.workers = [Worker(i, env, logs / f"worker-{i}.log", python) for i in range(jobs)]
         self.closing = threading.Event()
+        self.zygotes: dict[tuple[str, ...], Zygote] = {}  # preload set -> its warm process (`autograder.warm`)
+        self.zygote_log = open(logs / "zygotes.log", "ab")  # noqa: SIM115 - open while the pool lives
 
     def run(self, jobs: list[Job] | list[GenerateJob], timeout: float,
             on_result: Callable[[int, Result], None]) -> None:
@@ -151,6 +156,7 @@ class Pool:
 
         for worker in self.workers[:len(jobs)]:
             worker.spawn()  # in this thread: a worker dies with the thread that started it
+        jobs = [self._warm(job) for job in jobs]
         threads = [threading.Thread(target=serve, args=(w,), daemon=True) for w in self.workers[:len(jobs)]]
         for thread in threads:
             thread.start()
@@ -161,8 +167,24 @@ class Pool:
                 raise item
             on_result(*item)
 
+    def _warm(self, job: Job | GenerateJob) -> Job | GenerateJob:
+        """The job with the address of the zygote of its preload set, started here on first use (in this thread:
+        it dies with the thread that started it) and not waited for: it imports while the workers work."""
+        if not isinstance(job, Job) or not (job.warm and job.isolate):
+            return job
+        zygote = self.zygotes.get(job.template.preload)
+        if zygote is None:
+            threads = {key: value for key, value in self.workers[0].env.items() if key in THREADS}
+            zygote = Zygote(job.template.preload, job.scratch, self.zygote_log, threads)
+            self.zygotes[job.template.preload] = zygote
+        return replace(job, zygote=zygote.address)
+
     def close(self) -> None:
-        """Stop the workers (their sandboxes die with them)."""
+        """Stop the workers and the zygotes (their sandboxes die with them)."""
         self.closing.set()
         for worker in self.workers:
             worker.stop()
+        for zygote in self.zygotes.values():
+            zygote.close()
+        self.zygotes.clear()
+        self.zygote_log.close()

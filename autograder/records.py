@@ -98,7 +98,8 @@ class Job:
     limits: Limits
     isolate: bool  # False: the kernel runs without the sandbox (resource limits only)
     scratch: str = ""  # the folder of the job's temporary folders ('' for the system's)
-    warm: bool = True  # fork the kernel from the assignment's zygote (`autograder.warm`); False: start it cold
+    warm: bool = True  # fork the kernel from a zygote of its preload set (`autograder.warm`); False: start it cold
+    zygote: str = ""  # the address of that zygote, which the pool running the job started ('' : start it cold)
 
     @property
     def assignment(self) -> str:

@@ -1,12 +1,13 @@
-"""Warm kernels, the worker's side: one `autograder.zygote` per set of preloaded modules, asked for a kernel
-per submission.
+"""Warm kernels: one `autograder.zygote` per set of preloaded modules, asked by the workers for a kernel per
+submission.
 
-`Zygote` starts the warm process in its sandbox (`autograder.sandbox.command` with ``zygote``) and waits
-until it has imported its modules; `Zygote.spawn` asks it for a kernel and returns a `WarmKernel`, the
-process handle jupyter_client's provisioner holds in place of a ``Popen`` (`autograder.worker`).
-`zygote_for` keeps one per preload set in this worker process. `check` forks one probe at the start of a
-run and raises `WarmStartUnavailable`, with the reason, when a warm kernel would be less isolated than a
-cold one (the run then grades with cold kernels).
+The grader's pool starts a `Zygote` per preload set (the warm process in its sandbox,
+`autograder.sandbox.command` with ``zygote``) and hands its address to the workers in each `Job`. A
+worker connects once (`client_for`: a `ZygoteClient`, which waits until the zygote has imported its
+modules); `ZygoteClient.spawn` asks for a kernel and returns a `WarmKernel`, the process handle
+jupyter_client's provisioner holds in place of a ``Popen`` (`autograder.worker`). `check` forks one
+probe at the start of a run and raises `WarmStartUnavailable`, with the reason, when a warm kernel would
+be less isolated than a cold one (the run then grades with cold kernels).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from autograder.limits import Limits
-from autograder.sandbox import SANDBOX_UID, command, environment, prepare_home
+from autograder.sandbox import SANDBOX_UID, command, environment, prepare_home, socket_link
 from autograder.zygote import KernelRequest
 
 START_TIMEOUT = 120.0
@@ -43,7 +44,7 @@ class WarmKernel:
     stdin = stdout = stderr = None
     pid = None  # the zygote's child has no number here; `kernel_pid` finds the kernel's
 
-    def __init__(self, zygote: Zygote, request: KernelRequest):
+    def __init__(self, zygote: ZygoteClient, request: KernelRequest):
         self.zygote, self.request = zygote, request
         self.returncode: int | None = None
         self._pid: int | None = None
@@ -87,39 +88,75 @@ class WarmKernel:
 
 
 class Zygote:
-    """A warm process with ``preload`` imported, in its sandbox; kernels' homes go under ``self.jobs``."""
+    """A warm process with ``preload`` imported, in its sandbox, started by the grader's pool (not waited for:
+    its workers wait when they connect). Kernels' homes go under ``jobs``; workers connect to ``address``."""
 
-    def __init__(self, preload: tuple[str, ...], scratch: str = "", stderr=None):  # noqa: ANN001 - a file or None
+    def __init__(self, preload: tuple[str, ...], scratch: str = "", stderr=None,  # noqa: ANN001 - a file or None
+                 threads: dict[str, str] | None = None):
+        """``threads``: the thread settings of the workers' kernels (OMP_NUM_THREADS...), read when torch loads."""
         self.preload = preload
-        self.jobs = Path(tempfile.mkdtemp(prefix="warm-", dir=scratch or None))
+        self.folder = Path(tempfile.mkdtemp(prefix="zygote-", dir=scratch or None))  # this user's alone
+        self.jobs = self.folder / "jobs"
+        self.jobs.mkdir()
         prepare_home(self.jobs)
-        self.control, theirs = socket.socketpair()
+        self.link = socket_link(self.folder)  # a socket's path must be short
+        self.address = str(self.link / "zygote.sock")
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        listener.bind(self.address)
+        listener.listen(64)
         limits = Limits()
-        program = [sys.executable, "-m", "autograder.zygote", str(theirs.fileno()), str(self.jobs)]
-        argv = command(self.jobs, self.jobs, limits, environment(self.jobs, limits, preload), program, zygote=True)
-        self.process = subprocess.Popen(argv, pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, stderr=stderr,
-                                        start_new_session=True)
-        theirs.close()
+        program = [sys.executable, "-m", "autograder.zygote", str(listener.fileno()), str(self.jobs)]
+        env = {**environment(self.jobs, limits, preload), **(threads or {})}
+        argv = command(self.jobs, self.jobs, limits, env, program, zygote=True)
+        try:
+            self.process = subprocess.Popen(argv, pass_fds=[listener.fileno()], stdin=subprocess.DEVNULL,
+                                            stderr=stderr, start_new_session=True)
+        finally:
+            listener.close()
+
+    def close(self) -> None:
+        """End the zygote and every kernel it forked."""
+        try:
+            os.killpg(self.process.pid, 9)
+        except OSError:
+            pass
+        self.process.wait()
+        self.link.unlink(missing_ok=True)
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+class ZygoteClient:
+    """A worker's connection to a `Zygote` (at ``address``): `spawn` forks a kernel; its kernels die with the
+    connection. Raises `WarmStartUnavailable` when the zygote does not answer ready within `START_TIMEOUT`."""
+
+    def __init__(self, address: str):
+        self.control = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            self.control.connect(address)
+        except OSError as error:
+            self.control.close()
+            raise WarmStartUnavailable(f"cannot reach the warm process ({error})") from None
         self.buffer, self.exits, self.spawned, self.count = b"", {}, set(), 0
         self.ready: dict = {}
         deadline = time.monotonic() + START_TIMEOUT
         while not self.ready and self.alive and time.monotonic() < deadline:
             self.read(deadline - time.monotonic())
         if not self.ready:
-            self.close()
-            raise WarmStartUnavailable(f"the warm process (preloading {', '.join(preload) or 'the checks'}) did not "
-                                       "start: its sandbox could not be made or an import failed")
+            self.control.close()
+            raise WarmStartUnavailable("the warm process did not get ready: its sandbox could not be made, or an "
+                                       "import failed (the worker's log says why)")
+        self.jobs = Path(self.ready["jobs"])
 
     @property
     def alive(self) -> bool:
-        return self.process.poll() is None and self.control.fileno() >= 0
+        return self.control.fileno() >= 0
 
     def send(self, message: dict) -> None:
         self.control.sendall((json.dumps(message) + "\n").encode())
 
     def read(self, timeout: float | None) -> None:
         """Read what the zygote said within ``timeout`` seconds (0: only what is there)."""
-        if self.control.fileno() < 0 or not select.select([self.control], [], [], timeout)[0]:
+        if not self.alive or not select.select([self.control], [], [], timeout)[0]:
             return
         data = self.control.recv(1 << 16)
         if not data:  # the zygote is gone, and every kernel with it
@@ -138,7 +175,7 @@ class Zygote:
                 self.exits[message["exited"]] = int(message["status"])
 
     def new_home(self) -> Path:
-        """A new kernel home under ``jobs`` (the kernel's only writable folder)."""
+        """A new kernel home under the zygote's ``jobs`` (the kernel's only writable folder)."""
         return Path(tempfile.mkdtemp(prefix="kernel-", dir=self.jobs))
 
     def spawn(self, home: Path, work: Path, link: Path, connection_file: Path, limits: Limits, env: dict[str, str],
@@ -156,26 +193,18 @@ class Zygote:
         return WarmKernel(self, request)
 
     def close(self) -> None:
-        """End the zygote and every kernel it forked."""
+        """Close the connection: the zygote kills this worker's kernels."""
         self.control.close()
-        try:
-            os.killpg(self.process.pid, 9)
-        except OSError:
-            pass
-        self.process.wait()
-        shutil.rmtree(self.jobs, ignore_errors=True)
 
 
-_zygotes: dict[tuple[str, ...], Zygote] = {}
+_clients: dict[str, ZygoteClient] = {}
 
 
-def zygote_for(preload: tuple[str, ...], scratch: str) -> Zygote:
-    """This worker's zygote for ``preload``, started on first use (again if it died)."""
-    found = _zygotes.get(preload)
+def client_for(address: str) -> ZygoteClient:
+    """This worker's connection to the zygote at ``address``, made on first use (again if it broke)."""
+    found = _clients.get(address)
     if found is None or not found.alive:
-        if found is not None:
-            found.close()
-        found = _zygotes[preload] = Zygote(preload, scratch)
+        found = _clients[address] = ZygoteClient(address)
     return found
 
 
@@ -184,7 +213,7 @@ class WarmLaunch:
     """What one job's warm kernel needs besides its connection file: the worker's kernel manager calls `spawn`
     where it would start the kernelspec's command (`autograder.worker`)."""
 
-    zygote: Zygote
+    zygote: ZygoteClient
     home: Path
     work: Path
     link: Path
@@ -228,20 +257,23 @@ def check() -> None:
 
     with tempfile.TemporaryDirectory(prefix="autograder-warm-check-") as scratch, \
             open(Path(scratch) / "zygote.log", "w+") as log:
+        zygote = Zygote((), scratch, stderr=log)
         try:
-            zygote = Zygote((), scratch, stderr=log)
-        except (OSError, WarmStartUnavailable) as error:
-            log.seek(0)
-            raise WarmStartUnavailable(f"{error} ({_last_line(log.read())})") from None
-        try:
-            home = zygote.new_home()
+            try:
+                client = ZygoteClient(zygote.address)
+            except WarmStartUnavailable as error:
+                zygote.close()
+                log.seek(0)
+                raise WarmStartUnavailable(f"{error} ({_last_line(log.read())})") from None
+            home = client.new_home()
             prepare_home(home)
             limits = Limits()
             probe = PROBE.replace("sys.argv[1]", repr(str(ROOT / "solutions")))
-            kernel = zygote.spawn(home, home, home / "link", home / "connection.json", limits,
+            kernel = client.spawn(home, home, home / "link", home / "connection.json", limits,
                                   environment(home, limits, ()), probe)
             status = kernel.wait(START_TIMEOUT)
             said = (home / PROBE_FILE).read_text() if (home / PROBE_FILE).exists() else ""
+            client.close()
         finally:
             zygote.close()
         log.seek(0)

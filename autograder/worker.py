@@ -50,7 +50,7 @@ from autograder.records import CellResult, GenerateJob, Job, Result, read_job  #
 from autograder.safe_html import with_csp  # noqa: E402
 from autograder.sandbox import KERNEL_NAME, environment, kernel_argv, prepare_home, socket_link, write_kernelspec  # noqa: E402
 from autograder.trusted_execute import SPENT, TrustedExecute  # noqa: E402
-from autograder.warm import WarmLaunch, WarmStartUnavailable, Zygote, zygote_for  # noqa: E402
+from autograder.warm import WarmLaunch, WarmStartUnavailable, ZygoteClient, client_for  # noqa: E402
 from nbgrader.converters import Autograde  # noqa: E402
 from nbgrader.preprocessors import Execute  # noqa: E402
 
@@ -72,6 +72,7 @@ def grading_config(course: Path, db_url: str, cell_timeout: int, home: Path, soc
     config.Execute.startup_timeout = 120
     config.Execute.iopub_timeout = 10
     config.Execute.raise_on_iopub_timeout = False
+    config.Execute.shutdown_kernel = "immediate"  # every output is in by then: no goodbye round trip to wait for
     config.KernelManager.transport = "ipc"
     config.KernelManager.ip = str(sockets / "k")
     config.KernelManager.connection_file = str(home / "connection.json")
@@ -205,20 +206,20 @@ def grade_submission(job: Job, notebooks: dict[str, bytes | None]) -> Result:
         shutil.rmtree(home, ignore_errors=True)
 
 
-def _zygote(job: Job) -> Zygote | None:
-    """The warm start of the job's assignment in this worker, or None for a cold kernel (``--cold``, no sandbox,
-    or the warm process could not start: the log says why)."""
-    if not (job.warm and job.isolate):
+def _zygote(job: Job) -> ZygoteClient | None:
+    """This worker's connection to the zygote of the job's preload set, or None for a cold kernel (``--cold``,
+    no sandbox, or the warm process could not start: the log says why)."""
+    if not job.zygote:
         return None
     try:
-        return zygote_for(job.template.preload, job.scratch)
+        return client_for(job.zygote)
     except WarmStartUnavailable as error:
         print(f"warm start unavailable, grading with a cold kernel: {error}", file=sys.stderr)
         return None
 
 
 def _grade(job: Job, notebooks: dict[str, bytes | None], workdir: Path, home: Path, sockets: Path,
-           zygote: Zygote | None) -> Result:
+           zygote: ZygoteClient | None) -> Result:
     assignment, template, limits = job.assignment, job.template, job.limits
     released = template.released
     course = workdir / "course"

@@ -1,12 +1,13 @@
 """The warm start: a sandboxed process that has imported what an assignment's kernels need and forks one
 kernel per submission, each in namespaces of its own.
 
-`autograder.warm.Zygote` starts ``python -m autograder.zygote FD JOBS`` in a bubblewrap sandbox like a cold
-kernel's (`autograder.sandbox.command` with ``zygote``: the same read-only view, plus JOBS, the folder
-that holds the kernels' homes, and without bubblewrap's ban on new user namespaces). It imports the
-checks and ``AUTOGRADER_PRELOAD`` (`autograder.kernel.preload`: no torch operation runs here, so no
-thread pool exists to break in a fork), says ``{"ready": ...}`` on FD (a socket to its worker) and serves
-JSON lines there:
+`autograder.warm.Zygote` (in the grader's pool) starts ``python -m autograder.zygote FD JOBS`` in a bubblewrap
+sandbox like a cold kernel's (`autograder.sandbox.command` with ``zygote``: the same read-only view, plus
+JOBS, the folder that holds the kernels' homes, and without bubblewrap's ban on new user namespaces).
+It imports the checks, ``AUTOGRADER_PRELOAD`` and ipykernel's modules (`autograder.kernel.preload`: no
+torch operation runs here, so no thread pool exists to break in a fork), then accepts the workers on
+the listening socket FD (`autograder.warm.ZygoteClient`), says ``{"ready": ...}`` to each and serves
+JSON lines:
 
 - ``{"spawn": KernelRequest}``: fork a kernel; answered ``{"spawned": id}``, then ``{"exited": id, "status": n}``;
 - ``{"kill": id}``: kill that kernel and everything it started.
@@ -43,6 +44,10 @@ from autograder import namespaces as ns
 from autograder.kernel import preload, set_limits, start
 from autograder.limits import Limits
 
+# What ipykernel imports while it starts (its debugger's pydevd among them: a quarter of a second); no thread
+# starts at their import, so each kernel forked from here starts with them imported, as a cold one starts.
+KERNEL_MODULES = ("ipykernel.kernelapp", "ipykernel.ipkernel", "ipykernel.debugger", "IPython.core.debugger",
+                  "IPython.core.completerlib", "IPython.core.oinspect", "IPython.extensions.storemagic")
 SETUP_FAILED = 71  # the exit status of a kernel whose namespaces or filesystem could not be made
 ISOLATED = ns.ALL
 
@@ -178,21 +183,26 @@ def _guarded(step, *args) -> int:  # noqa: ANN001 - one of the steps above
 
 
 class Zygote:
-    """The serving loop (module docstring): requests on ``control``, each kernel's end reported there."""
+    """The serving loop (module docstring): workers connect to ``listener``; each connection's requests are
+    answered on it, and its kernels are killed when it closes (its worker ended)."""
 
-    def __init__(self, control: socket.socket, jobs: str):
-        self.control, self.jobs = control, jobs
-        self.children: dict[int, int] = {}  # the monitor's pid -> the request's id
-        self.wake_read, wake_write = socket.socketpair()
-        wake_write.setblocking(False)
-        signal.set_wakeup_fd(wake_write.fileno())
+    def __init__(self, listener: socket.socket, jobs: str, hello: dict):
+        self.listener, self.jobs, self.hello = listener, jobs, hello
+        self.children: dict[int, tuple[socket.socket, int]] = {}  # the monitor's pid -> (connection, request id)
+        self.buffers: dict[socket.socket, bytes] = {}
+        self.wake_read, self._wake_write = socket.socketpair()
+        self._wake_write.setblocking(False)
+        signal.set_wakeup_fd(self._wake_write.fileno())
         signal.signal(signal.SIGCHLD, lambda *_: None)
-        self._wake_write = wake_write
 
-    def send(self, message: dict) -> None:
-        self.control.sendall((json.dumps(message) + "\n").encode())
+    @staticmethod
+    def send(connection: socket.socket, message: dict) -> None:
+        try:
+            connection.sendall((json.dumps(message) + "\n").encode())
+        except OSError:  # its worker is gone; `drop` kills what it asked for
+            pass
 
-    def spawn(self, request: KernelRequest) -> None:
+    def spawn(self, connection: socket.socket, request: KernelRequest) -> None:
         times = {"forked": time.time()}
         sys.stdout.flush()
         sys.stderr.flush()
@@ -201,13 +211,15 @@ class Zygote:
             signal.set_wakeup_fd(-1)
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)
             os._exit(_guarded(_monitor, request, self.jobs, times))
-        self.children[pid] = request.id
-        self.send({"spawned": request.id})
+        self.children[pid] = (connection, request.id)
+        self.send(connection, {"spawned": request.id})
 
-    def kill(self, request_id: int) -> None:
-        for pid, given in self.children.items():
-            if given == request_id:
-                os.kill(pid, signal.SIGKILL)  # init dies with it (its parent-death signal), and the namespace
+    def kill(self, connection: socket.socket, request_id: int | None = None) -> None:
+        """Kill that connection's kernel ``request_id`` (all of its kernels when None): init dies with its
+        monitor (its parent-death signal), and the kernel's namespace with init."""
+        for pid, (given, number) in self.children.items():
+            if given is connection and request_id in (None, number):
+                os.kill(pid, signal.SIGKILL)
 
     def reap(self) -> None:
         while self.children:
@@ -215,41 +227,51 @@ class Zygote:
             if pid == 0:
                 return
             if pid in self.children:
-                self.send({"exited": self.children.pop(pid), "status": _exit_code(status)})
+                connection, number = self.children.pop(pid)
+                self.send(connection, {"exited": number, "status": _exit_code(status)})
+
+    def receive(self, connection: socket.socket) -> None:
+        data = connection.recv(1 << 16)
+        if not data:
+            self.kill(connection)
+            del self.buffers[connection]
+            connection.close()
+            return
+        buffer = self.buffers[connection] + data
+        while b"\n" in buffer:
+            line, buffer = buffer.split(b"\n", 1)
+            message = json.loads(line)
+            if "spawn" in message:
+                self.spawn(connection, KernelRequest(**message["spawn"]))
+            elif "kill" in message:
+                self.kill(connection, int(message["kill"]))
+        self.buffers[connection] = buffer
 
     def serve(self) -> None:
-        """Serve until the worker closes its end; then kill every kernel still running."""
-        buffer = b""
+        """Accept workers and serve their requests until this process is killed (with its sandbox)."""
         while True:
-            ready, _, _ = select.select([self.control, self.wake_read], [], [])
+            ready, _, _ = select.select([self.listener, self.wake_read, *self.buffers], [], [])
             if self.wake_read in ready:
                 self.wake_read.recv(4096)
                 self.reap()
-            if self.control not in ready:
-                continue
-            data = self.control.recv(1 << 16)
-            if not data:
-                break
-            buffer += data
-            while b"\n" in buffer:
-                line, buffer = buffer.split(b"\n", 1)
-                message = json.loads(line)
-                if "spawn" in message:
-                    self.spawn(KernelRequest(**message["spawn"]))
-                elif "kill" in message:
-                    self.kill(int(message["kill"]))
-        for pid in self.children:
-            os.kill(pid, signal.SIGKILL)
+            if self.listener in ready:
+                connection, _ = self.listener.accept()
+                self.buffers[connection] = b""
+                self.send(connection, self.hello)
+            for connection in ready:
+                if connection in self.buffers:
+                    self.receive(connection)
 
 
 def main(argv: list[str]) -> None:
-    """``python -m autograder.zygote FD JOBS``: preload, say ready on FD, serve."""
-    control = socket.socket(fileno=int(argv[0]))
+    """``python -m autograder.zygote FD JOBS``: preload, then serve the workers that connect to the listening
+    socket FD; each is first told ``{"ready": ..., "jobs": JOBS}``."""
+    listener = socket.socket(fileno=int(argv[0]))
     started = time.time()
-    preload(tuple(filter(None, os.environ.get("AUTOGRADER_PRELOAD", "").split(","))))
-    zygote = Zygote(control, argv[1])
-    zygote.send({"ready": os.getpid(), "seconds": time.time() - started, "threads": len(os.listdir("/proc/self/task"))})
-    zygote.serve()
+    preload(tuple(filter(None, os.environ.get("AUTOGRADER_PRELOAD", "").split(","))) + KERNEL_MODULES)
+    hello = {"ready": os.getpid(), "jobs": argv[1], "seconds": time.time() - started,
+             "threads": len(os.listdir("/proc/self/task"))}
+    Zygote(listener, argv[1], hello).serve()
 
 
 if __name__ == "__main__":

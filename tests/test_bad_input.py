@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -135,6 +136,20 @@ def _processes(marker: str) -> list[str]:
     return found
 
 
+def _kernel_runs(marker: str) -> bool:
+    """Whether a kernel of the run whose TMPDIR is ``marker`` runs: a cold one (``python -m autograder.kernel``)
+    or a warm one (forked by ``autograder.zygote``, named by its one-time token, ag<12 hex>)."""
+    for line in _processes(marker):
+        pid = line.split(":")[0]
+        try:
+            name = Path(f"/proc/{pid}/comm").read_text().strip()
+        except OSError:
+            continue
+        if "autograder.kernel" in line or re.fullmatch(r"ag[0-9a-f]{12}", name):
+            return True
+    return False
+
+
 def _start(graded, name: str, seconds: int) -> tuple[subprocess.Popen, Path, Path]:
     """Start grading one student whose notebook sleeps ``seconds``; returns the process, its TMPDIR and DIR,
     once its kernel runs."""
@@ -149,7 +164,7 @@ def _start(graded, name: str, seconds: int) -> tuple[subprocess.Popen, Path, Pat
     process = subprocess.Popen(command, cwd=ROOT, env={**os.environ, "TMPDIR": str(folder / "tmp")},
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 120
-    while not any("autograder.kernel" in line for line in _processes(str(folder / "tmp"))):
+    while not _kernel_runs(str(folder / "tmp")):
         if process.poll() is not None or time.monotonic() > deadline:
             grades = OutputFolder(out).grades
             pytest.fail(f"the kernel never ran: {process.communicate()}; "

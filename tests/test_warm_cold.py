@@ -1,0 +1,86 @@
+"""A warm kernel grades exactly as a cold one: the whole course, graded both ways, gives every student the
+same points on every test cell, the same score and the same reasons.
+
+The class: for every chapter, a student with the reference answers, one with the blank exercise, and two
+with one wrong answer each from the bank (the first two of its WRONG list), so that full, zero and
+partial marks are all compared. The run also shows that ``--cold`` is the cold path and the default the
+warm one (the timings each stores name their own phases).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from autograder.layout import OutputFolder
+from autograder.state import stored_results
+from course.chapters import chapters
+from course.notebooks import solution_sources, student_notebook
+from tests.bank import modules
+from tests.grading_helpers import grade_cli, read_grades, require_sandbox, write_submission
+
+pytestmark = [pytest.mark.slow, pytest.mark.sandbox]
+
+
+def _class(folder: Path) -> None:
+    wrong = {module.ASSIGNMENT: module.WRONG[:2] for module in modules()}
+    for found in chapters():
+        reference = solution_sources(found.solution)
+        answers = {"reference": reference, "blank": {}}
+        for i, answer in enumerate(wrong.get(found.slug, [])):
+            answers[f"wrong{i}"] = {**reference, answer.cell: answer.source}
+        for student, given in answers.items():
+            write_submission(folder, student, found.slug, student_notebook(found.exercise, given),
+                             found.exercise.name)
+
+
+@pytest.fixture(scope="module")
+def both(tmp_path_factory) -> dict[str, Path]:
+    require_sandbox()
+    root = tmp_path_factory.mktemp("warm-cold")
+    _class(root / "submissions")
+    outs = {}
+    for mode, flags in (("warm", []), ("cold", ["--cold"])):
+        out = root / mode
+        done = grade_cli(root / "submissions", "--out", out, "--jobs", "2", "--quiet", "--no-similarity", *flags,
+                         timeout=1200)
+        assert done.returncode == 0, done.stderr[-3000:]
+        outs[mode] = out
+        outs[f"{mode}-said"] = done.stderr
+    return outs
+
+
+def test_the_run_says_how_kernels_start(both) -> None:
+    assert "warm start: each kernel is forked" in both["warm-said"]
+    assert "cold start (--cold)" in both["cold-said"]
+
+
+def test_each_mode_ran_as_it_says(both) -> None:
+    """A warm kernel's timings have the fork and its namespaces; a cold one's the sandbox start and imports."""
+    for found in chapters():
+        for mode, phase in (("warm", "fork"), ("cold", "kernel_preload")):
+            results = stored_results(OutputFolder(both[mode]), found.slug)
+            assert results and all(phase in r.timings for r in results.values()), (mode, found.slug)
+
+
+def test_every_student_gets_the_same_grade_warm_and_cold(both) -> None:
+    warm, cold = read_grades(both["warm"]), read_grades(both["cold"])
+    assert warm.keys() == cold.keys()
+    assert len(warm) >= 3 * len(chapters())
+    differ = {key: (warm[key], cold[key]) for key in warm
+              if (warm[key]["score"], warm[key]["max_score"], warm[key]["reason"])
+              != (cold[key]["score"], cold[key]["max_score"], cold[key]["reason"])}
+    assert not differ, differ
+    scores = {float(row["score"]) / float(row["max_score"]) for row in warm.values()}
+    assert {0.0, 1.0} <= scores and scores - {0.0, 1.0}, "the class should hold full, zero and partial marks"
+
+
+def test_every_test_cell_scores_the_same_warm_and_cold(both) -> None:
+    for found in chapters():
+        warm = stored_results(OutputFolder(both["warm"]), found.slug)
+        cold = stored_results(OutputFolder(both["cold"]), found.slug)
+        for student, result in warm.items():
+            ours = [(c.grade_id, c.points, c.passed) for c in result.cells]
+            theirs = [(c.grade_id, c.points, c.passed) for c in cold[student].cells]
+            assert ours == theirs, (found.slug, student)
