@@ -64,6 +64,9 @@ def _grade_parser(commands) -> None:
     grade.add_argument("--scheduler", default="", metavar="ADDRESS",
                        help="grade on the Dask cluster of this scheduler (e.g. tcp://10.0.0.5:8786) instead of "
                             "local processes; its workers set the parallelism")
+    grade.add_argument("--cold", action="store_true",
+                       help="start one cold kernel per submission (the fallback) instead of forking kernels from a "
+                            "warm process per assignment")
     grade.add_argument("--db", default="", metavar="URL", help="gradebook SQLAlchemy URL (default: sqlite in DIR)")
     grade.add_argument("--source", type=Path, default=SOURCE, metavar="DIR",
                        help="folder of nbgrader source assignments (default: solutions/)")
@@ -156,7 +159,8 @@ def main(argv: list[str] | None = None) -> int:
                      cell_seconds=args.cell_timeout, disk_bytes=args.disk * MiB)
     return grade(Options(submissions=args.submissions, out=args.out.resolve(), jobs=jobs, db_url=args.db,
                          source=args.source.resolve(), limits=limits, unpacked_bytes=int(args.max_unpacked * GiB),
-                         isolate=not args.no_isolate, warm=not args.cold, progress=not args.quiet, scheduler=args.scheduler,
+                         isolate=not args.no_isolate, warm=not args.cold, progress=not args.quiet,
+                         scheduler=args.scheduler,
                          assignments=tuple(args.assignment), students=tuple(args.student), force=args.force,
                          similarity_threshold=None if args.no_similarity else args.similarity_threshold))
 
