@@ -64,9 +64,6 @@ def _grade_parser(commands) -> None:
     grade.add_argument("--scheduler", default="", metavar="ADDRESS",
                        help="grade on the Dask cluster of this scheduler (e.g. tcp://10.0.0.5:8786) instead of "
                             "local processes; its workers set the parallelism")
-    grade.add_argument("--cold", action="store_true",
-                       help="start one cold kernel per submission (the fallback) instead of forking kernels from a "
-                            "warm process per assignment")
     grade.add_argument("--db", default="", metavar="URL", help="gradebook SQLAlchemy URL (default: sqlite in DIR)")
     grade.add_argument("--source", type=Path, default=SOURCE, metavar="DIR",
                        help="folder of nbgrader source assignments (default: solutions/)")
