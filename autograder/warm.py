@@ -109,8 +109,10 @@ class Zygote:
         env = {**environment(self.jobs, limits, preload), **(threads or {})}
         argv = command(self.jobs, self.jobs, limits, env, program, zygote=True)
         try:
+            # What the zygote and its kernels print (ipykernel's banner, tracebacks of a failed fork) goes to the log.
             self.process = subprocess.Popen(argv, pass_fds=[listener.fileno()], stdin=subprocess.DEVNULL,
-                                            stderr=stderr, start_new_session=True)
+                                            stdout=stderr or subprocess.DEVNULL, stderr=stderr or subprocess.DEVNULL,
+                                            start_new_session=True)
         finally:
             listener.close()
 
