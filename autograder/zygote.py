@@ -117,6 +117,7 @@ def _filesystem(request: KernelRequest, jobs: str, tmp_bytes: int) -> None:
     _fresh_tmpfs("/dev/shm", f"size={tmp_bytes},mode=1777")
     ns.mount("devpts", "/dev/pts", "devpts", ns.MS_NOSUID | ns.MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620")
     ns.mount("proc", "/proc", "proc", ns.MS_NOSUID | ns.MS_NODEV | ns.MS_NOEXEC)
+    os.chdir("/")  # the zygote's working folder is JOBS under the tmpfs, every home in it: /proc/1/cwd would show it
 
 
 def _kernel(request: KernelRequest, limits: Limits, times: dict[str, float]) -> int:
