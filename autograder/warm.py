@@ -30,7 +30,7 @@ from autograder.sandbox import SANDBOX_UID, command, environment, prepare_home, 
 from autograder.zygote import KernelRequest
 
 START_TIMEOUT = 120.0
-PROBE_FILE = "probe.txt"
+PROBE_FILE = "probe.txt"  # where `check`'s probe says what it found
 
 
 class WarmStartUnavailable(RuntimeError):
@@ -160,7 +160,10 @@ class ZygoteClient:
         """Read what the zygote said within ``timeout`` seconds (0: only what is there)."""
         if not self.alive or not select.select([self.control], [], [], timeout)[0]:
             return
-        data = self.control.recv(1 << 16)
+        try:
+            data = self.control.recv(1 << 16)
+        except OSError:  # reset: the zygote died before it answered
+            data = b""
         if not data:  # the zygote is gone, and every kernel with it
             self.exits.update({i: -9 for i in self.spawned if i not in self.exits})
             self.control.close()
@@ -183,10 +186,15 @@ class ZygoteClient:
     def spawn(self, home: Path, work: Path, link: Path, connection_file: Path, limits: Limits, env: dict[str, str],
               probe: str = "") -> WarmKernel:
         """Fork a kernel whose home is ``home`` (from `new_home`, prepared with `prepare_home`)."""
+        if not self.alive:
+            raise WarmStartUnavailable("the warm process is gone")
         self.count += 1
         request = KernelRequest(self.count, f"ag{secrets.token_hex(6)}", str(home), str(work), str(link),
                                 str(connection_file), limits.to_json(), env, probe)
-        self.send(json.loads(request.to_json()))
+        try:
+            self.send(json.loads(request.to_json()))
+        except OSError as error:
+            raise WarmStartUnavailable(f"the warm process is gone ({error})") from None
         deadline = time.monotonic() + START_TIMEOUT
         while request.id not in self.spawned and request.id not in self.exits and time.monotonic() < deadline:
             if not self.alive:

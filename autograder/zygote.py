@@ -122,6 +122,7 @@ def _filesystem(request: KernelRequest, jobs: str, tmp_bytes: int) -> None:
 
 def _kernel(request: KernelRequest, limits: Limits, times: dict[str, float]) -> int:
     """Step 3: become the submission's kernel; returns the exit status of a probe (ipykernel never returns)."""
+    ns.set_dumpable(True)  # as any process: its own /proc files are its own (init's flag came with the fork)
     os.setsid()
     ns.set_name(request.token)
     set_limits(limits)
@@ -147,11 +148,11 @@ def _init(request: KernelRequest, jobs: str, times: dict[str, float]) -> int:
     with open("/proc/sys/user/max_user_namespaces", "w") as handle:
         handle.write("0")
     ns.drop_privileges()
+    ns.set_dumpable(False)  # before the kernel exists: it can never trace init or read init's /proc files
     times["sandboxed"] = time.time()
     kernel = os.fork()
     if kernel == 0:
         os._exit(_kernel(request, limits, times))
-    ns.set_dumpable(False)
     while True:
         pid, status = os.wait()
         if pid == kernel:

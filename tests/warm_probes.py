@@ -24,7 +24,7 @@ from pathlib import Path
 
 from autograder.limits import Limits
 from autograder.sandbox import environment, prepare_home, socket_link
-from autograder.warm import WarmKernel, Zygote
+from autograder.warm import WarmKernel, Zygote, ZygoteClient
 
 WAIT = 60.0
 
@@ -258,10 +258,11 @@ def _gone(needles: list[str], seconds: float = 10.0) -> list[str]:
 
 
 class _Kernels:
-    """Kernels of one zygote, each with a new home and a short link (removed by `close`)."""
+    """Kernels of one zygote, asked for through one connection (as a worker asks), each with a new home and a
+    short link (removed by `close`)."""
 
     def __init__(self, zygote: Zygote):
-        self.zygote, self.links = zygote, []
+        self.zygote, self.links = ZygoteClient(zygote.address), []
 
     def spawn(self, probe: str, **extra: str) -> tuple[WarmKernel, Path, Path]:
         """Fork a kernel that runs ``probe`` with ``extra`` added to its environment: (kernel, home, link)."""
@@ -273,6 +274,7 @@ class _Kernels:
         return self.zygote.spawn(home, home, link, home / "kernel.json", limits, env, probe), home, link
 
     def close(self) -> None:
+        self.zygote.close()
         for link in self.links:
             link.unlink(missing_ok=True)
 
@@ -308,7 +310,7 @@ def run(host: str, port: int) -> Verdict:
         a_home_after_b = sorted(os.listdir(a_home))
         (a_home / "go").touch()
         a_status = a.wait(WAIT)
-        if not zygote.alive:
+        if zygote.process.poll() is not None or not kernels.zygote.alive:
             raise RuntimeError(f"the zygote died while B attacked (B's kills: {_seen(b_home).get('kill')})")
         c1, c1_home, _ = kernels.spawn(PATCHES)
         c1_status = c1.wait(WAIT)
