@@ -14,6 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import nbformat
+from jinja2 import BytecodeCache, Environment
+from jinja2.bccache import Bucket
+from nbconvert.exporters import HTMLExporter
 
 from autograder.safe_html import SafeOutputs
 
@@ -140,3 +143,31 @@ def sanitize_for_feedback(notebook: nbformat.NotebookNode) -> None:
                 if not data:
                     data["text/plain"] = "[a large output, not shown]"
     SafeOutputs().preprocess(notebook, {})
+
+
+class _CompiledTemplates(BytecodeCache):
+    """Jinja bytecode kept in memory: a worker compiles nbconvert's feedback templates once, not once a job
+    (a tenth of a second each time). A template whose source changed is compiled again (jinja checks it)."""
+
+    def __init__(self) -> None:
+        self.stored: dict[str, bytes] = {}
+
+    def load_bytecode(self, bucket: Bucket) -> None:
+        if bucket.key in self.stored:
+            bucket.bytecode_from_string(self.stored[bucket.key])
+
+    def dump_bytecode(self, bucket: Bucket) -> None:
+        self.stored[bucket.key] = bucket.bytecode_to_string()
+
+
+_TEMPLATES = _CompiledTemplates()
+
+
+class FeedbackExporter(HTMLExporter):
+    """nbgrader's feedback exporter (HTMLExporter, configured as nbgrader configures it) whose templates are
+    compiled once per process (`GenerateFeedback.exporter_class` in `autograder.worker`)."""
+
+    def _create_environment(self) -> Environment:
+        environment = super()._create_environment()
+        environment.bytecode_cache = _TEMPLATES
+        return environment

@@ -23,6 +23,7 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 import shutil
 import signal
@@ -32,7 +33,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 
-from autograder.assignments import course_notebooks, prepare_templates
+from autograder.assignments import UNREGISTERED_PRELOAD, course_notebooks, preloads, prepare_templates
 from autograder.pool import Pool, WorkerStartError
 from autograder.layout import OutputFolder
 from autograder.records import Job, Options, Result, Task, Template
@@ -85,12 +86,19 @@ def grade(options: Options) -> int:
         if not found:
             print(f"error: no submissions found in {options.submissions}", file=sys.stderr)
             return 2
+        if options.warm and options.isolate and not options.scheduler:
+            # The warm processes import torch and the rest while the templates are made.
+            registered = preloads(options.source)
+            for assignment in _handed_in(found, options) or registered:
+                pool.start_zygote(registered.get(assignment, UNREGISTERED_PRELOAD), str(scratch))
         if options.scheduler:  # first: an unreachable or unfit cluster stops the run within seconds
             from autograder.cluster import ClusterPool
 
             cluster = ClusterPool(options.scheduler, options.isolate)
         with ThreadPoolExecutor(1) as background:
             isolation_check = None if cluster else background.submit(isolation_line, options.isolate, options.warm)
+            # nbgrader's API (a second of imports), which reading the templates needs, while the workers make them.
+            background.submit(importlib.import_module, "nbgrader.api")
             templates = prepare_templates(options.source, out.cache, pool, _handed_in(found, options))
             isolation, warm = cluster.isolation(options.warm) if cluster else isolation_check.result()
             options = replace(options, warm=warm)
@@ -166,10 +174,14 @@ def _grade_tasks(options: Options, tasks: list[Task], templates: dict[str, Templ
             to_grade.append(task)
     jobs = [Job(templates[t.assignment], t.notebooks, options.limits, options.isolate, str(scratch),
             options.warm) for t in to_grade]
-    try:
-        pool.run(jobs, options.limits.wall_seconds, lambda index, result: finish(to_grade[index], result, True))
-    finally:
-        gradebook.close()
+    # The similarity of the class's code needs only the submitted files: it is computed while they are graded.
+    with ThreadPoolExecutor(1) as background:
+        similar = background.submit(class_similarity, tasks, templates, options.similarity_threshold)
+        try:
+            pool.run(jobs, options.limits.wall_seconds, lambda index, result: finish(to_grade[index], result, True))
+        finally:
+            gradebook.close()
+        similarity = similar.result()
     rows = []
     for task in tasks:
         result = outcomes[(task.student, task.assignment)]
@@ -179,7 +191,6 @@ def _grade_tasks(options: Options, tasks: list[Task], templates: dict[str, Templ
                      "reason": result.reason if result.graded else f"not graded: {result.reason}", "result": result,
                      "lms_user_id": task.lms_user_id, "late": task.late})
     write_grades(out.grades, rows)
-    similarity = class_similarity(tasks, templates, options.similarity_threshold)
     write_similarity(out.similarity, similarity)
     write_report(out.report, rows, templates, similarity)
     graded = sum(r["result"].graded for r in rows)

@@ -167,17 +167,19 @@ class Pool:
                 raise item
             on_result(*item)
 
+    def start_zygote(self, preload: tuple[str, ...], scratch: str) -> Zygote:
+        """The zygote of ``preload`` (`autograder.warm`), started here on first use and not waited for: it imports
+        while the workers do other work. Called from the thread that runs the pool: it dies with that thread."""
+        if preload not in self.zygotes:
+            threads = {key: value for key, value in self.workers[0].env.items() if key in THREADS}
+            self.zygotes[preload] = Zygote(preload, scratch, self.zygote_log, threads)
+        return self.zygotes[preload]
+
     def _warm(self, job: Job | GenerateJob) -> Job | GenerateJob:
-        """The job with the address of the zygote of its preload set, started here on first use (in this thread:
-        it dies with the thread that started it) and not waited for: it imports while the workers work."""
+        """The job with the address of its preload set's zygote (`start_zygote`), when it is to start warm."""
         if not isinstance(job, Job) or not (job.warm and job.isolate):
             return job
-        zygote = self.zygotes.get(job.template.preload)
-        if zygote is None:
-            threads = {key: value for key, value in self.workers[0].env.items() if key in THREADS}
-            zygote = Zygote(job.template.preload, job.scratch, self.zygote_log, threads)
-            self.zygotes[job.template.preload] = zygote
-        return replace(job, zygote=zygote.address)
+        return replace(job, zygote=self.start_zygote(job.template.preload, job.scratch).address)
 
     def close(self) -> None:
         """Stop the workers and the zygotes (their sandboxes die with them)."""

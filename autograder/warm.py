@@ -21,6 +21,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,14 +66,24 @@ class WarmKernel:
         return self.returncode
 
     def kill(self) -> None:
-        """Kill the kernel and everything it started (its pid namespace ends with it)."""
-        if self.poll() is None:
-            self.zygote.send({"kill": self.request.id})
+        """Kill the kernel and everything it started (its pid namespace ends with it). Safe from another thread
+        (the disk quota's): it only sends."""
+        if self.returncode is None:
+            try:
+                self.zygote.send({"kill": self.request.id})
+            except OSError:
+                pass  # the zygote is gone, and the kernel with it
 
     terminate = kill
 
     def send_signal(self, signum: int) -> None:  # noqa: ARG002 - interrupts are messages; every signal ends it
+        """jupyter_client's kill: `kill`, then wait (a second at most) until the zygote says the kernel exited,
+        so that its first `poll` finds it gone instead of sleeping a tenth of a second to ask again."""
         self.kill()
+        try:
+            self.wait(1.0)
+        except subprocess.TimeoutExpired:
+            pass
 
     def kernel_pid(self) -> int | None:
         """The kernel's process id here, found by its one-time name (call it before any student code runs)."""
@@ -139,6 +150,7 @@ class ZygoteClient:
             self.control.close()
             raise WarmStartUnavailable(f"cannot reach the warm process ({error})") from None
         self.buffer, self.exits, self.spawned, self.count = b"", {}, set(), 0
+        self.sending = threading.Lock()
         self.ready: dict = {}
         deadline = time.monotonic() + START_TIMEOUT
         while not self.ready and self.alive and time.monotonic() < deadline:
@@ -154,7 +166,8 @@ class ZygoteClient:
         return self.control.fileno() >= 0
 
     def send(self, message: dict) -> None:
-        self.control.sendall((json.dumps(message) + "\n").encode())
+        with self.sending:  # the disk quota's thread may kill while this one asks
+            self.control.sendall((json.dumps(message) + "\n").encode())
 
     def read(self, timeout: float | None) -> None:
         """Read what the zygote said within ``timeout`` seconds (0: only what is there)."""

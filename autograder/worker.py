@@ -41,7 +41,8 @@ sys.modules.setdefault("rfc3987_syntax", None)
 
 import nbformat  # noqa: E402
 
-from autograder.feedback import MESSAGE_LIMIT, cell_message, incidents, sanitize_for_feedback, shorten  # noqa: E402
+from autograder.feedback import (MESSAGE_LIMIT, FeedbackExporter, cell_message, incidents,  # noqa: E402
+                                 sanitize_for_feedback, shorten)
 from autograder.guards import DiskQuota, die_with_parent, kill_group, watch_parent  # noqa: E402
 from autograder.nbgrader_course import (course_config, generate_assignment, run_converter,  # noqa: E402
                                          use_inprocess_alembic)  # noqa: E402
@@ -83,6 +84,7 @@ def grading_config(course: Path, db_url: str, cell_timeout: int, home: Path, soc
         TrustedExecute if step is Execute else step
         for step in Autograde.class_traits()["autograde_preprocessors"].default()]
     config.TrustedExecute.channel_folder = str(sockets)
+    config.GenerateFeedback.exporter_class = FeedbackExporter
     config.LimitOutput.max_lines = 200
     config.LimitOutput.max_traceback = 60
     return config
@@ -142,12 +144,17 @@ def _read_scores(db_url: str, assignment: str, notebooks: list[str], course: Pat
 def _record_launches() -> None:
     """Note when each kernel process is launched (nbgrader's kernel manager, subclassed once per process)."""
     import nbgrader.preprocessors.execute as execute
+    from jupyter_client.asynchronous import AsyncKernelClient
+    from traitlets import Type
+
+    from autograder.kernel_client import ReadyKernelClient
 
     if getattr(execute.AsyncKernelManager, "records_launches", False):
         return
 
     class LaunchTimedKernelManager(execute.AsyncKernelManager):
         records_launches = True
+        client_factory = Type(ReadyKernelClient, klass=AsyncKernelClient)
 
         async def _async_launch_kernel(self, kernel_cmd, **kw):
             _launches.append(time.time())

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from autograder.layout import OutputFolder
+from autograder.state import stored_results
 from tests.cluster_local import LocalCluster
 from tests.grading_helpers import (FIXTURE_SOURCE, ROOT, grade_cli, read_grades, released_notebooks, solution_sources,
                                    student_notebook, write_submission)
@@ -62,6 +63,9 @@ def test_cluster_grades_like_a_local_run_and_regrades_only_changes(cluster, clas
     done = grade_cli(classroom["submissions"], "--out", remote, "--scheduler", cluster.address, *OPTIONS)
     assert done.returncode == 0, done.stderr
     assert f"on the Dask cluster at {cluster.address}: 2 workers" in done.stderr
+    # Each Dask worker forks its kernels from its own zygote, as a local run does (a warm kernel's timings).
+    assert "warm start: each kernel is forked" in done.stderr, done.stderr
+    assert all("fork" in r.timings for r in stored_results(OutputFolder(remote), "toy").values())
     assert OutputFolder(remote).grades.read_text() == OutputFolder(local).grades.read_text()
     assert {k: r["score"] for k, r in read_grades(remote).items()} == {
         ("ada", "toy"): "5", ("b.rown-2", "toy"): "3", ("cy", "toy"): "0"}

@@ -316,6 +316,8 @@ def test_report_names_who_was_not_graded(graded_class) -> None:
 def test_isolation_is_reported(graded_class) -> None:
     message = graded_class["done"].stderr
     assert "each kernel runs in its own bubblewrap sandbox" in message and "warning:" not in message, message
+    # Two at a time (--jobs 2), each forked from the one warm process of the assignment: siblings side by side.
+    assert "warm start: each kernel is forked" in message, message
 
 
 def test_nothing_read_gets_out(graded_class) -> None:

@@ -175,6 +175,7 @@ def test_unprivileged_instructor_grades_the_class(unprivileged_run) -> None:
     done = unprivileged_run["done"]
     assert done.returncode == 1, done.stderr + OutputFolder(unprivileged_run["out"]).grades.read_text()  # the hoarder
     assert "each kernel runs in its own bubblewrap sandbox" in done.stderr and "warning" not in done.stderr
+    assert "warm start: each kernel is forked" in done.stderr, done.stderr  # two hostile kernels side by side
     rows = read_grades(unprivileged_run["out"])
     assert {student: (rows[(student, "toy")]["score"], rows[(student, "toy")]["reason"])
             for student in [*unprivileged_run["answers"], *NAMES]} == dict.fromkeys([*unprivileged_run["answers"], *NAMES],

@@ -131,6 +131,7 @@ def graded(request, tmp_path_factory) -> Iterator[GradedClass]:
 
 def test_the_class_is_graded_and_honest_notebooks_score_as_written(graded: GradedClass) -> None:
     assert graded.done.returncode in (0, 1), graded.done.stderr
+    assert "warm start: each kernel is forked" in graded.done.stderr, graded.done.stderr  # two at a time, warm
     honest = {student.base.name: graded.scores[student.id] for student in CLASS if not student.tricks}
     assert honest == {base.name: base.points for base in HONEST}, graded.done.stderr
 

@@ -1,0 +1,45 @@
+"""`ReadyKernelClient`: the kernel client of the worker's kernels, ready as soon as the kernel is.
+
+jupyter_client's `wait_for_ready` asks for ``kernel_info`` until the kernel answers on the shell channel
+and shows it is connected on IOPub, then drains IOPub until it has been quiet for 0.2 s: a fifth of a
+second per submission spent waiting for nothing, once a warm kernel starts in a tenth. This client does
+the same with 20 ms of quiet. A message still on its way is harmless: nbclient reads only the IOPub
+messages whose parent is the request it sent.
+"""
+
+from __future__ import annotations
+
+import time
+from queue import Empty
+
+from jupyter_client.asynchronous import AsyncKernelClient
+
+QUIET = 0.02  # seconds of silence on IOPub after which the kernel is ready
+
+
+class ReadyKernelClient(AsyncKernelClient):
+    """An `AsyncKernelClient` whose `wait_for_ready` drains IOPub for `QUIET` seconds of silence (module docstring)."""
+
+    async def wait_for_ready(self, timeout: float | None = None) -> None:
+        """Return once the kernel answered ``kernel_info`` and IOPub is connected and quiet; RuntimeError when
+        the kernel dies first or ``timeout`` seconds pass."""
+        deadline = time.monotonic() + (float("inf") if timeout is None else timeout)
+        while True:
+            self.kernel_info()
+            try:
+                reply = await self.shell_channel.get_msg(timeout=1)
+                if reply["msg_type"] == "kernel_info_reply":
+                    await self.iopub_channel.get_msg(timeout=1)  # the kernel's status: IOPub is connected
+                    self._handle_kernel_info_reply(reply)
+                    break
+            except Empty:
+                pass
+            if not await self._async_is_alive():
+                raise RuntimeError("Kernel died before replying to kernel_info")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"Kernel didn't respond in {timeout:.0f} seconds")
+        while True:
+            try:
+                await self.iopub_channel.get_msg(timeout=QUIET)
+            except Empty:
+                return
