@@ -86,11 +86,12 @@ def grade(options: Options) -> int:
         if not found:
             print(f"error: no submissions found in {options.submissions}", file=sys.stderr)
             return 2
+        registered = preloads(options.source)
+        needed = {registered.get(a, UNREGISTERED_PRELOAD) for a in _handed_in(found, options) or registered}
+        pool.modules = tuple(sorted(set().union(*needed)))  # the workers import them once (`autograder.worker_forks`)
         if options.warm and options.isolate and not options.scheduler:
-            # The warm processes import torch and the rest while the templates are made.
-            registered = preloads(options.source)
-            for assignment in _handed_in(found, options) or registered:
-                pool.start_zygote(registered.get(assignment, UNREGISTERED_PRELOAD), str(scratch))
+            for preload in sorted(needed):  # the warm processes import while the templates are made
+                pool.start_zygote(preload, str(scratch))
         if options.scheduler:  # first: an unreachable or unfit cluster stops the run within seconds
             from autograder.cluster import ClusterPool
 

@@ -28,6 +28,7 @@ from autograder.guards import kill_group
 from autograder.nbgrader_course import nbgrader_environment
 from autograder.records import GenerateJob, Job, Result
 from autograder.warm import Zygote
+from autograder.worker_forks import ForkedWorker, WorkerForks
 from course import ROOT
 
 START_TIMEOUT = 120
@@ -43,26 +44,33 @@ class Worker:
 
     def __init__(self, slot: int, env: dict[str, str], log: Path, python: str = sys.executable):
         self.slot, self.env, self.log, self.python = slot, env, log, python
-        self.process: subprocess.Popen | None = None
+        self.process: subprocess.Popen | ForkedWorker | None = None
+        self.forks: WorkerForks | None = None  # where to fork the process from (`autograder.worker_forks`)
         self.ready = False
 
-    def spawn(self) -> None:
-        """Start the worker's process unless it is running; `WorkerStartError` if it cannot."""
+    def spawn(self, complete: bool = True) -> None:
+        """Start the worker's process unless it is running (and, for ``complete``, forked with every module);
+        `WorkerStartError` if it cannot."""
         if self.process is not None and self.process.poll() is None:
-            return
+            if not complete or getattr(self.process, "complete", True):
+                return
+            self.stop()  # it made templates; a fork that has torch and the rest grades
         self.ready = False
-        with open(self.log, "ab") as log:
-            try:
+        try:
+            if self.forks is not None:
+                self.process = self.forks.fork(self.log, complete)
+                return
+            with open(self.log, "ab") as log:
                 self.process = subprocess.Popen([self.python, "-m", "autograder.worker"], stdin=subprocess.PIPE,
                                                 stdout=subprocess.PIPE, stderr=log, env=self.env, cwd=ROOT,
                                                 start_new_session=True)
-            except OSError as error:
-                raise WorkerStartError(f"could not start a grading worker ({self.python} -m autograder.worker): "
-                                       f"{error}") from error
+        except OSError as error:
+            raise WorkerStartError(f"could not start a grading worker ({self.python} -m autograder.worker): "
+                                   f"{error}") from error
 
-    def start(self) -> None:
+    def start(self, complete: bool = True) -> None:
         """Start the worker unless it is running and wait until it is ready; `WorkerStartError` if it cannot."""
-        self.spawn()
+        self.spawn(complete)
         if self.ready:
             return
         line = self._read_line(time.monotonic() + START_TIMEOUT)
@@ -81,7 +89,7 @@ class Worker:
 
     def run(self, job: Job | GenerateJob, timeout: float) -> Result:
         """Send a job; its result, or a failure when the worker died or took longer than ``timeout``."""
-        self.start()
+        self.start(isinstance(job, Job))
         try:
             self.process.stdin.write((job.to_json() + "\n").encode())
             self.process.stdin.flush()
@@ -120,7 +128,9 @@ class Worker:
 class Pool:
     """Up to ``jobs`` workers, started when there is work; `run` hands out jobs and reports each result."""
 
-    def __init__(self, jobs: int, logs: Path, python: str = sys.executable):
+    def __init__(self, jobs: int, logs: Path, python: str = sys.executable, modules: tuple[str, ...] = ()):
+        """``modules``: what the run's jobs import (torch, transformers), imported once for all workers when
+        there are two or more (`autograder.worker_forks`)."""
         # The worker runs test cells and the kernel the student's code, each waiting on the other: OpenMP threads
         # that spin while waiting would take the cores from the one that works.
         env = {**nbgrader_environment(), "OMP_WAIT_POLICY": "PASSIVE"}
@@ -128,6 +138,8 @@ class Pool:
             env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
         logs.mkdir(parents=True, exist_ok=True)
         self.workers = [Worker(i, env, logs / f"worker-{i}.log", python) for i in range(jobs)]
+        self.forks: WorkerForks | None = None
+        self.modules, self.logs = modules, logs
         self.closing = threading.Event()
         self.zygotes: dict[tuple[str, ...], Zygote] = {}  # preload set -> its warm process (`autograder.warm`)
         self.zygote_log = open(logs / "zygotes.log", "ab")  # noqa: SIM115 - open while the pool lives
@@ -154,8 +166,14 @@ class Pool:
             except BaseException as error:  # noqa: BLE001 - handed to the main thread, which raises it
                 results.put(error)
 
+        if len(self.workers) > 1 and self.forks is None:  # in this thread, as the workers: it dies with it
+            self.forks = WorkerForks(self.workers[0].env, self.logs / "workers.log", self.modules,
+                                     self.workers[0].python, ROOT)
+            for worker in self.workers:
+                worker.forks = self.forks
+        complete = any(isinstance(job, Job) for job in jobs)
         for worker in self.workers[:len(jobs)]:
-            worker.spawn()  # in this thread: a worker dies with the thread that started it
+            worker.spawn(complete)  # in this thread: a worker dies with the thread that started it
         jobs = [self._warm(job) for job in jobs]
         threads = [threading.Thread(target=serve, args=(w,), daemon=True) for w in self.workers[:len(jobs)]]
         for thread in threads:
@@ -186,6 +204,9 @@ class Pool:
         self.closing.set()
         for worker in self.workers:
             worker.stop()
+        if self.forks is not None:
+            self.forks.close()
+            self.forks = None
         for zygote in self.zygotes.values():
             zygote.close()
         self.zygotes.clear()

@@ -326,15 +326,21 @@ def run_job(line: str) -> Result:
                                   for name, path in job.notebooks.items()})
 
 
-def main() -> None:
-    """Say ready once nbgrader is imported, then serve jobs from stdin until it closes (or the grader dies)."""
+def prepare() -> None:
+    """Import nbgrader's converters (once, before the first job) and read alembic's schema version here."""
+    import nbgrader.converters  # noqa: F401
+
+    use_inprocess_alembic()
+
+
+def run() -> None:
+    """Say ready once nbgrader is imported, then serve jobs from stdin until it closes (or the process that
+    started this one dies): a worker started alone (`main`) or forked warm (`autograder.worker_forks`)."""
     die_with_parent()
     watch_parent()
     answers = os.fdopen(os.dup(sys.stdout.fileno()), "w")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
-    import nbgrader.converters  # noqa: F401 - imported once, before the first job
-
-    use_inprocess_alembic()
+    prepare()
     answers.write(json.dumps({"ready": os.getpid()}) + "\n")
     answers.flush()
     for line in sys.stdin:
@@ -347,5 +353,6 @@ def main() -> None:
         answers.flush()
 
 
+
 if __name__ == "__main__":
-    main()
+    run()

@@ -150,16 +150,16 @@ def _kernel_runs(marker: str) -> bool:
     return False
 
 
-def _start(graded, name: str, seconds: int) -> tuple[subprocess.Popen, Path, Path]:
-    """Start grading one student whose notebook sleeps ``seconds``; returns the process, its TMPDIR and DIR,
-    once its kernel runs."""
+def _start(graded, name: str, seconds: int, jobs: int = 1) -> tuple[subprocess.Popen, Path, Path]:
+    """Start grading one student whose notebook sleeps ``seconds`` with ``jobs`` workers (two or more: forked from
+    one warm process, `autograder.worker_forks`); returns the process, its TMPDIR and DIR, once its kernel runs."""
     folder = graded["root"] / name
     (folder / "subs" / "sleepy" / "toy").mkdir(parents=True)
     (folder / "subs" / "sleepy" / "toy" / "toy.ipynb").write_bytes(
         _notebook(graded["released"], add=f"import time\ntime.sleep({seconds})\n" + REFERENCE["add"]))
     (folder / "tmp").mkdir()
     out = folder / "out"
-    command = [sys.executable, "-m", "autograder", "grade", str(folder / "subs"), "--out", str(out), "--jobs", "1",
+    command = [sys.executable, "-m", "autograder", "grade", str(folder / "subs"), "--out", str(out), "--jobs", str(jobs),
                *map(str, OPTIONS)]
     process = subprocess.Popen(command, cwd=ROOT, env={**os.environ, "TMPDIR": str(folder / "tmp")},
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -188,8 +188,9 @@ def test_a_killed_worker_is_graded_again_on_the_next_run(graded) -> None:
     assert left == [], "the killed worker's socket link should be removed with the grader's scratch folder"
 
 
-def test_workers_and_kernels_die_with_the_grader(graded) -> None:
-    process, tmp, _ = _start(graded, "killed-grader", 60)
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_workers_and_kernels_die_with_the_grader(graded, jobs: int) -> None:
+    process, tmp, _ = _start(graded, f"killed-grader-{jobs}", 60, jobs)
     assert len(_processes(str(tmp))) >= 3, "the grader, its worker and the kernel's sandbox"
     process.kill()
     process.wait()
