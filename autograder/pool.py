@@ -56,10 +56,13 @@ class Worker:
                 return
             self.stop()  # it made templates; a fork that has torch and the rest grades
         self.ready = False
-        try:
-            if self.forks is not None:
+        if self.forks is not None:
+            try:
                 self.process = self.forks.fork(self.log, complete)
-                return
+            except OSError as error:
+                raise WorkerStartError(f"a grading worker could not start: {error}") from error
+            return
+        try:
             with open(self.log, "ab") as log:
                 self.process = subprocess.Popen([self.python, "-m", "autograder.worker"], stdin=subprocess.PIPE,
                                                 stdout=subprocess.PIPE, stderr=log, env=self.env, cwd=ROOT,

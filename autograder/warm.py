@@ -17,6 +17,7 @@ import os
 import secrets
 import select
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -25,6 +26,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 from autograder.limits import Limits
 from autograder.sandbox import SANDBOX_UID, command, environment, prepare_home, socket_link
@@ -102,9 +104,10 @@ class Zygote:
     """A warm process with ``preload`` imported, in its sandbox, started by the grader's pool (not waited for:
     its workers wait when they connect). Kernels' homes go under ``jobs``; workers connect to ``address``."""
 
-    def __init__(self, preload: tuple[str, ...], scratch: str = "", stderr=None,  # noqa: ANN001 - a file or None
+    def __init__(self, preload: tuple[str, ...], scratch: str = "", log: IO[bytes] | None = None,
                  threads: dict[str, str] | None = None):
-        """``threads``: the thread settings of the workers' kernels (OMP_NUM_THREADS...), read when torch loads."""
+        """``log``: where the zygote and its kernels print (ipykernel's banner, the traceback of a fork that failed;
+        nowhere when None); ``threads``: the kernels' thread settings (OMP_NUM_THREADS...), read when torch loads."""
         self.preload = preload
         self.folder = Path(tempfile.mkdtemp(prefix="zygote-", dir=scratch or None))  # this user's alone
         self.jobs = self.folder / "jobs"
@@ -120,9 +123,8 @@ class Zygote:
         env = {**environment(self.jobs, limits, preload), **(threads or {})}
         argv = command(self.jobs, self.jobs, limits, env, program, zygote=True)
         try:
-            # What the zygote and its kernels print (ipykernel's banner, tracebacks of a failed fork) goes to the log.
             self.process = subprocess.Popen(argv, pass_fds=[listener.fileno()], stdin=subprocess.DEVNULL,
-                                            stdout=stderr or subprocess.DEVNULL, stderr=stderr or subprocess.DEVNULL,
+                                            stdout=log or subprocess.DEVNULL, stderr=log or subprocess.DEVNULL,
                                             start_new_session=True)
         finally:
             listener.close()
@@ -130,7 +132,7 @@ class Zygote:
     def close(self) -> None:
         """End the zygote and every kernel it forked."""
         try:
-            os.killpg(self.process.pid, 9)
+            os.killpg(self.process.pid, signal.SIGKILL)
         except OSError:
             pass
         self.process.wait()
@@ -276,34 +278,38 @@ def check() -> None:
     """Fork one probe from a zygote and raise `WarmStartUnavailable` (why) unless it is as isolated as a cold
     kernel: no view of the solutions, other processes or other kernels' homes, loopback only, no capabilities
     and no new user namespaces."""
-    from course import ROOT
-
     with tempfile.TemporaryDirectory(prefix="autograder-warm-check-") as scratch, \
-            open(Path(scratch) / "zygote.log", "w+") as log:
-        zygote = Zygote((), scratch, stderr=log)
+            open(Path(scratch) / "zygote.log", "w+b") as log:
+        zygote = Zygote((), scratch, log)
         try:
-            try:
-                client = ZygoteClient(zygote.address)
-            except WarmStartUnavailable as error:
-                zygote.close()
-                log.seek(0)
-                raise WarmStartUnavailable(f"{error} ({_last_line(log.read())})") from None
-            home = client.new_home()
-            prepare_home(home)
-            limits = Limits()
-            probe = PROBE.replace("sys.argv[1]", repr(str(ROOT / "solutions")))
-            kernel = client.spawn(home, home, home / "link", home / "connection.json", limits,
-                                  environment(home, limits, ()), probe)
-            status = kernel.wait(START_TIMEOUT)
-            said = (home / PROBE_FILE).read_text() if (home / PROBE_FILE).exists() else ""
-            client.close()
+            status, said = _probe(ZygoteClient(zygote.address))
+        except WarmStartUnavailable as error:
+            status, said = None, str(error)
         finally:
             zygote.close()
         log.seek(0)
-        if status == LEAKS:
-            raise WarmStartUnavailable(f"a warm kernel would be less isolated than a cold one here: {said}")
-        if status != 0:
-            raise WarmStartUnavailable(f"a warm kernel could not be made ({_last_line(log.read())})")
+        printed = _last_line(log.read().decode(errors="replace"))
+    if status is None:
+        raise WarmStartUnavailable(f"{said} ({printed})")
+    if status == LEAKS:
+        raise WarmStartUnavailable(f"a warm kernel would be less isolated than a cold one here: {said}")
+    if status != 0:
+        raise WarmStartUnavailable(f"a warm kernel could not be made ({printed})")
+
+
+def _probe(client: ZygoteClient) -> tuple[int, str]:
+    """Fork `PROBE` through ``client``: its exit status and what it found."""
+    from course import ROOT
+
+    home = client.new_home()
+    prepare_home(home)
+    limits = Limits()
+    probe = PROBE.replace("sys.argv[1]", repr(str(ROOT / "solutions")))
+    kernel = client.spawn(home, home, home / "link", home / "connection.json", limits, environment(home, limits, ()),
+                          probe)
+    status = kernel.wait(START_TIMEOUT)
+    client.close()
+    return status, (home / PROBE_FILE).read_text() if (home / PROBE_FILE).exists() else ""
 
 
 def _last_line(text: str) -> str:

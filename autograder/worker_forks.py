@@ -68,6 +68,7 @@ class WorkerForks:
     that it dies with that thread."""
 
     def __init__(self, env: dict[str, str], log: Path, modules: tuple[str, ...], python: str, cwd: Path):
+        self.log = log
         self.control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.control.settimeout(TIMEOUT)
         self.asking = threading.Lock()  # a worker is replaced from its own thread
@@ -89,18 +90,23 @@ class WorkerForks:
                                 [stdin, stdout, handle.fileno()])
                 answer = self.control.recv(1024)
         except OSError:
-            os.close(ours_in)
-            os.close(ours_out)
-            raise
+            answer = b""
         finally:
             os.close(stdin)
             os.close(stdout)
         if not answer:
             os.close(ours_in)
             os.close(ours_out)
-            raise OSError("the warm process of the workers is gone (its log says why)")
+            raise OSError(f"the process the workers are forked from ended; the end of its log ({self.log}):\n"
+                          f"{self._log_tail()}")
         given = json.loads(answer)
         return ForkedWorker(given["forked"], ours_in, ours_out, given["complete"])
+
+    def _log_tail(self, lines: int = 15) -> str:
+        try:
+            return "\n".join(self.log.read_text(errors="replace").strip().splitlines()[-lines:]) or "(empty)"
+        except OSError:
+            return "(no log)"
 
     def close(self) -> None:
         self.control.close()
