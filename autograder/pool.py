@@ -28,7 +28,7 @@ from autograder.guards import kill_group
 from autograder.nbgrader_course import nbgrader_environment
 from autograder.records import GenerateJob, Job, Result
 from autograder.warm import Zygote
-from autograder.worker_forks import ForkedWorker, WorkerForks
+from autograder.worker_forks import ForkedWorker, WorkerForks, log_tail
 from course import ROOT
 
 START_TIMEOUT = 120
@@ -80,15 +80,9 @@ class Worker:
         if not line or "ready" not in json.loads(line):
             self.stop()
             cause = (f"it did not get ready within {START_TIMEOUT} s" if line is None
-                     else f"it exited at start; the end of its log ({self.log}):\n{self._log_tail()}")
+                     else f"it exited at start; the end of its log ({self.log}):\n{log_tail(self.log)}")
             raise WorkerStartError(f"a grading worker could not start: {cause}")
         self.ready = True
-
-    def _log_tail(self, lines: int = 15) -> str:
-        try:
-            return "\n".join(self.log.read_text(errors="replace").strip().splitlines()[-lines:]) or "(empty)"
-        except OSError:
-            return "(no log)"
 
     def run(self, job: Job | GenerateJob, timeout: float) -> Result:
         """Send a job; its result, or a failure when the worker died or took longer than ``timeout``."""

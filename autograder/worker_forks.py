@@ -39,6 +39,14 @@ FIRST_JOB = ("nbclient", "jupyter_client.asynchronous", "nbconvert.exporters.htm
 TIMEOUT = 120.0
 
 
+def log_tail(log: Path, lines: int = 15) -> str:
+    """The last ``lines`` lines of a worker's (or the warm process's) log, to say why it could not start."""
+    try:
+        return "\n".join(log.read_text(errors="replace").strip().splitlines()[-lines:]) or "(empty)"
+    except OSError:
+        return "(no log)"
+
+
 class ForkedWorker:
     """A worker forked by `WorkerForks`, as the pool uses a ``Popen``: ``pid``, ``stdin``, ``stdout``, ``poll``,
     ``wait`` (through a pidfd: it is not this process's child). ``complete``: it has every module imported."""
@@ -98,15 +106,9 @@ class WorkerForks:
             os.close(ours_in)
             os.close(ours_out)
             raise OSError(f"the process the workers are forked from ended; the end of its log ({self.log}):\n"
-                          f"{self._log_tail()}")
+                          f"{log_tail(self.log)}")
         given = json.loads(answer)
         return ForkedWorker(given["forked"], ours_in, ours_out, given["complete"])
-
-    def _log_tail(self, lines: int = 15) -> str:
-        try:
-            return "\n".join(self.log.read_text(errors="replace").strip().splitlines()[-lines:]) or "(empty)"
-        except OSError:
-            return "(no log)"
 
     def close(self) -> None:
         self.control.close()

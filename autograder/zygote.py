@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import select
 import signal
 import socket
@@ -49,7 +50,6 @@ from autograder.limits import Limits
 KERNEL_MODULES = ("ipykernel.kernelapp", "ipykernel.ipkernel", "ipykernel.debugger", "IPython.core.debugger",
                   "IPython.core.completerlib", "IPython.core.oinspect", "IPython.extensions.storemagic")
 SETUP_FAILED = 71  # the exit status of a kernel whose namespaces or filesystem could not be made
-ISOLATED = ns.ALL
 
 
 @dataclass(frozen=True)
@@ -82,7 +82,8 @@ def _mount_points_under(path: str) -> list[str]:
     points = []
     with open("/proc/self/mountinfo") as handle:
         for line in handle:
-            point = line.split()[4].encode().decode("unicode_escape")
+            # mountinfo escapes a space, tab, newline or backslash as \ooo; other characters are as they are.
+            point = re.sub(r"\\([0-7]{3})", lambda found: chr(int(found.group(1), 8)), line.split()[4])
             if point.startswith(path.rstrip("/") + "/") and point not in points:
                 points.append(point)
     return [p for p in points if not any(p.startswith(other + "/") for other in points)]
@@ -162,12 +163,12 @@ def _init(request: KernelRequest, jobs: str, times: dict[str, float]) -> int:
 def _monitor(request: KernelRequest, jobs: str, times: dict[str, float]) -> int:
     """Step 1, in the zygote's child: returns init's exit status."""
     ns.set_parent_death_signal(signal.SIGKILL)
-    os.closerange(3, 1 << 16)
+    os.closerange(3, os.sysconf("SC_OPEN_MAX"))
     uid, gid = os.getuid(), os.getgid()
     try:
-        ns.unshare(ISOLATED | ns.CLONE_NEWCGROUP)
+        ns.unshare(ns.ALL | ns.CLONE_NEWCGROUP)
     except OSError:  # a kernel without cgroup namespaces (bubblewrap's --unshare-cgroup-try)
-        ns.unshare(ISOLATED)
+        ns.unshare(ns.ALL)
     ns.map_own_ids(uid, gid)
     init = os.fork()
     if init == 0:
