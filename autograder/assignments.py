@@ -5,9 +5,11 @@ says which modules each assignment's kernels preload (`preloads`)."""
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
 import shutil
+from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
 
@@ -17,6 +19,7 @@ from autograder.pool import Pool
 from autograder.records import GenerateJob, Result, Template
 from course import ROOT
 from course.chapters import REGISTRY, chapters, read_registry
+from course.notebooks import code_cells
 
 FORMAT_VERSION = 2
 
@@ -29,6 +32,28 @@ def preloads(source: Path) -> dict[str, tuple[str, ...]]:
     folder's own ``chapters.yml`` when it has one (a course of another shape), else `course/chapters.yml`."""
     own = source / REGISTRY.name
     return {chapter.slug: chapter.preload for chapter in (read_registry(own) if own.exists() else chapters())}
+
+
+def test_imports(source: Path, assignments: Iterable[str]) -> tuple[str, ...]:
+    """What the test cells of ``assignments`` import, read from the source notebooks (``import x`` gives x;
+    ``from x import y`` gives x and x.y, which may name no module): a run's workers import them once, before
+    they are forked (`autograder.worker_forks`)."""
+    found: set[str] = set()
+    for assignment in assignments:
+        for path in sorted((source / assignment).glob("*.ipynb")):
+            for meta, text in code_cells(path):
+                if not meta.get("grade") or meta.get("solution"):
+                    continue
+                try:
+                    tree = ast.parse(text)
+                except SyntaxError:
+                    continue
+                for node in ast.walk(tree):
+                    if isinstance(node, ast.Import):
+                        found |= {alias.name for alias in node.names}
+                    elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                        found |= {node.module, *(f"{node.module}.{alias.name}" for alias in node.names)}
+    return tuple(sorted(found))
 
 
 def read_template(template: Template) -> Template:

@@ -33,7 +33,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 
-from autograder.assignments import UNREGISTERED_PRELOAD, course_notebooks, preloads, prepare_templates
+from autograder.assignments import (UNREGISTERED_PRELOAD, course_notebooks, preloads, prepare_templates,
+                                    test_imports)
 from autograder.pool import Pool, WorkerStartError
 from autograder.layout import OutputFolder
 from autograder.records import Job, Options, Result, Task, Template
@@ -87,8 +88,10 @@ def grade(options: Options) -> int:
             print(f"error: no submissions found in {options.submissions}", file=sys.stderr)
             return 2
         registered = preloads(options.source)
-        needed = {registered.get(a, UNREGISTERED_PRELOAD) for a in _handed_in(found, options) or registered}
-        pool.modules = tuple(sorted(set().union(*needed)))  # the workers import them once (`autograder.worker_forks`)
+        handed_in = _handed_in(found, options) or set(registered)
+        needed = {registered.get(a, UNREGISTERED_PRELOAD) for a in handed_in}
+        # What the kernels preload and the test cells import: the workers import it once (`autograder.worker_forks`).
+        pool.modules = tuple(sorted(set().union(*needed, test_imports(options.source, handed_in))))
         if options.warm and options.isolate and not options.scheduler:
             for preload in sorted(needed):  # the warm processes import while the templates are made
                 pool.start_zygote(preload, str(scratch))

@@ -4,8 +4,8 @@ the rest once instead of once per worker.
 `WorkerForks` (the grader's pool starts it when it has two workers or more) runs ``python -m
 autograder.worker_forks FD MODULES``. That process imports what every worker needs at once (nbgrader's
 converters), says so, and then, between requests, imports the rest one module at a time: what a
-grading job imports on its first run (nbclient, the trusted harness) and MODULES, the libraries of the
-run's assignments (torch, transformers). Each request on FD (a SOCK_SEQPACKET socket) carries the new
+grading job imports on its first run (nbclient, the trusted harness) and MODULES, what the run's kernels
+preload and its test cells import (torch, transformers' Llama: `autograder.assignments.test_imports`). Each request on FD (a SOCK_SEQPACKET socket) carries the new
 worker's stdin, stdout and log as SCM_RIGHTS; the fork becomes a session leader with them as its 0, 1
 and 2 and runs `autograder.worker.run`, the loop of a worker started alone. A request for a
 ``complete`` worker waits until every module is imported; the answer says whether the fork had them
@@ -135,6 +135,15 @@ def _become_worker(control: socket.socket, descriptors: list[int]) -> None:
         os._exit(0)
 
 
+def _import(name: str) -> None:
+    """Import ``name``, which may name no module (``from x import y`` read as x.y); a forked worker that needs
+    what failed imports it again, and fails as a worker started alone would."""
+    try:
+        importlib.import_module(name)
+    except ImportError:
+        pass
+
+
 def main(argv: list[str]) -> None:
     """``python -m autograder.worker_forks FD MODULES``: import, fork on request (module docstring)."""
     control = socket.socket(fileno=int(argv[0]))
@@ -148,7 +157,7 @@ def main(argv: list[str]) -> None:
     while True:
         if not select.select([control], [], [], 0 if pending else PARENT_POLL)[0]:
             if pending:
-                importlib.import_module(pending.pop(0))
+                _import(pending.pop(0))
             elif os.getppid() != parent:
                 return
             continue
@@ -157,7 +166,7 @@ def main(argv: list[str]) -> None:
             return
         if json.loads(message)["complete"]:
             while pending:
-                importlib.import_module(pending.pop(0))
+                _import(pending.pop(0))
         sys.stdout.flush()
         sys.stderr.flush()
         pid = os.fork()

@@ -177,3 +177,16 @@ def test_the_start_up_check_passes_here_and_says_why_a_leaky_kernel_fails(monkey
     assert not started_warm and "warm start unavailable" in line and "it sees /secret" in line, line
     assert grade.isolation_line(True, False) == (line.split("\n")[0] + "\ncold start (--cold): a fresh kernel "
                                                  "process per submission", False)
+
+
+def test_the_workers_import_what_the_test_cells_import_and_not_the_solutions() -> None:
+    """`test_imports` reads the test cells (visible and hidden) of the source notebooks only: chapter 6's hidden
+    tests compare with Hugging Face's Llama, chapter 1's need no torch, and the other cells' imports are left
+    out (the kernel runs those)."""
+    from autograder.assignments import test_imports
+    from autograder.records import SOURCE
+
+    assert "transformers.models.llama.modeling_llama" in test_imports(SOURCE, ["06_rope"])
+    first = test_imports(SOURCE, ["01_similarity"])
+    assert "autograder.checks" in first and "torch" not in first
+    assert "numpy" not in first  # chapter 1's given set-up cell imports numpy; its test cells do not
