@@ -190,3 +190,34 @@ def test_the_workers_import_what_the_test_cells_import_and_not_the_solutions() -
     first = test_imports(SOURCE, ["01_similarity"])
     assert "autograder.checks" in first and "torch" not in first
     assert "numpy" not in first  # chapter 1's given set-up cell imports numpy; its test cells do not
+
+
+@pytest.mark.sandbox
+def test_a_kernel_forked_after_torch_was_imported_runs_torch_on_two_threads() -> None:
+    """Fork safety: the zygote imports torch and runs no torch operation, so a kernel forked from it starts its
+    own thread pools. A parallel matmul on two threads (OpenMP) and numpy's BLAS finish, and agree."""
+    from autograder.limits import Limits
+    from autograder.sandbox import environment, prepare_home
+    from autograder.warm import Zygote, ZygoteClient
+
+    probe = """import os, sys, numpy, torch
+torch.set_num_threads(2)
+a = torch.arange(512 * 512, dtype=torch.float64).reshape(512, 512) / 512**2
+ours = float((a @ a).sum())
+theirs = float((a.numpy() @ a.numpy()).sum())
+open(os.path.join(os.environ['HOME'], 'result'), 'w').write(f'{torch.get_num_threads()} {ours} {theirs}')
+"""
+    zygote = Zygote(("torch",))
+    client = ZygoteClient(zygote.address)
+    try:
+        home = client.new_home()
+        prepare_home(home)
+        limits = Limits()
+        env = {**environment(home, limits, ("torch",)), "OMP_NUM_THREADS": "2"}
+        kernel = client.spawn(home, home, home / "link", home / "connection.json", limits, env, probe)
+        assert kernel.wait(120) == 0
+        threads, ours, theirs = (home / "result").read_text().split()
+        assert threads == "2" and float(ours) == pytest.approx(float(theirs), rel=1e-12)
+    finally:
+        client.close()
+        zygote.close()
