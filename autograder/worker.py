@@ -10,15 +10,17 @@ local run's workers, or on a cluster the single worker of each Dask worker threa
 For each job it builds a throw-away nbgrader course: the assignment's released files as the source,
 the submission as ``submitted/student/<assignment>/`` and a copy of the template gradebook (made by
 ``nbgrader generate_assignment``, so autograde restores locked cells and hidden tests from it).
-nbgrader's Autograde runs each notebook in a kernel inside bubblewrap (`autograder.sandbox`) whose
-only writable folder is the job's ``kernel/`` (held under the disk quota, `autograder.guards.DiskQuota`,
-while the notebook runs), except its test cells: `autograder.trusted_execute.TrustedExecute` (in place
+nbgrader's Autograde runs each notebook in a sandboxed kernel whose only writable folder is the kernel's
+home (held under the disk quota, `autograder.guards.DiskQuota`, while the notebook runs): forked warm
+by the zygote of the job's preload set (`autograder.warm`, `autograder.zygote`; its home under the
+zygote's folder of homes), or cold, inside bubblewrap (`autograder.sandbox`; its home the job's
+``kernel/``). Its test cells run elsewhere: `autograder.trusted_execute.TrustedExecute` (in place
 of nbgrader's Execute) runs them here, in this worker, where no student code ever runs, reaching the
 notebook's names through the channel (`autograder.remote`). The scores are read back from the gradebook, hidden
 test code is removed, outputs shortened and nbgrader's GenerateFeedback writes the HTML.
 
-`autograder.pool` starts ``python -m autograder.worker`` processes: each says it is ready once
-nbgrader is imported, then reads one job per line (JSON, `autograder.records.Job.to_json`) on stdin and
+`autograder.pool` starts ``python -m autograder.worker`` processes, or forks them warm
+(`autograder.worker_forks`, which calls `run`): each says it is ready once nbgrader is imported, then reads one job per line (JSON, `autograder.records.Job.to_json`) on stdin and
 answers one result per line (`autograder.records.Result.to_json`).
 """
 
