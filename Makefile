@@ -1,5 +1,5 @@
 # Two commands do everything: `make book` builds the site, `make test` runs every test (what CI runs).
-# `make test-fast` runs the unit tests only (those not marked slow: about a minute) while you work.
+# `make test-fast` runs the tests not marked slow (the unit tests and a sample of the bank: under a minute) while you work.
 # Each creates .venv and installs the pinned requirements and this project when needed.
 # `make book` also fetches MathJax (npm's mathjax package, es5/ only) into _vendor/mathjax, which the
 # site serves itself.

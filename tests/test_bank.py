@@ -10,8 +10,9 @@ from course.notebooks import code_cells, solution_sources
 from tests.harness import run_notebook, score
 
 MODULES = bank.modules()
-WRONG = [(m.ASSIGNMENT, a) for m in MODULES for a in m.WRONG]
-RIGHT = [(m.ASSIGNMENT, a) for m in MODULES for a in m.RIGHT]
+# The fast tier (`make test-fast`) runs the first answers of each graded function, the whole bank runs in
+# `make test`: a chapter's answers cost up to 2 s each, and the bank holds hundreds.
+FAST_WRONG, FAST_RIGHT = 2, 1
 
 
 def _id(case: tuple[str, bank.Answer]) -> str:
@@ -19,7 +20,24 @@ def _id(case: tuple[str, bank.Answer]) -> str:
     return f"{assignment}:{answer.cell}:{answer.mistake}"
 
 
-@pytest.mark.parametrize("case", WRONG, ids=_id)
+def _cases(kind: str, fast: int) -> list:
+    """Every answer of the bank's ``kind`` list (WRONG or RIGHT), each one past the first ``fast`` of its
+    function marked slow."""
+    cases, seen = [], {}
+    for module in MODULES:
+        for answer in getattr(module, kind):
+            key = (module.ASSIGNMENT, answer.cell)
+            seen[key] = seen.get(key, 0) + 1
+            marks = [] if seen[key] <= fast else [pytest.mark.slow]
+            cases.append(pytest.param((module.ASSIGNMENT, answer), marks=marks, id=_id((module.ASSIGNMENT, answer))))
+    return cases
+
+
+WRONG = _cases("WRONG", FAST_WRONG)
+RIGHT = _cases("RIGHT", FAST_RIGHT)
+
+
+@pytest.mark.parametrize("case", WRONG)
 def test_wrong_answer_loses_points(case: tuple[str, bank.Answer]) -> None:
     assignment, answer = case
     results = run_notebook(assignment, {answer.cell: answer.source})
@@ -30,7 +48,7 @@ def test_wrong_answer_loses_points(case: tuple[str, bank.Answer]) -> None:
         f"the feedback for '{answer.mistake}' should mention {answer.message!r}; it said:\n{messages}")
 
 
-@pytest.mark.parametrize("case", RIGHT, ids=_id)
+@pytest.mark.parametrize("case", RIGHT)
 def test_right_answer_keeps_full_marks(case: tuple[str, bank.Answer]) -> None:
     assignment, answer = case
     results = run_notebook(assignment, {answer.cell: answer.source})
