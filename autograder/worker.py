@@ -261,6 +261,9 @@ def _grade(job: Job, notebooks: dict[str, bytes | None], workdir: Path, home: Pa
     with DiskQuota(home, limits.disk_bytes, _kill_kernels) as quota:
         error_log = run_converter(Autograde, config, assignment, STUDENT)
     autograded_at = time.time()
+    if zygote is not None and not zygote.alive:  # no submission can reach the zygote: the grader's failure
+        return Result("failed", "the warm process of this assignment died while grading it (it is graded again on "
+                                "the next run)", transient=True)
     if quota.exceeded:
         return Result("failed", f"too large: the notebook wrote more than {limits.disk_bytes / 2**20:.0f} MiB "
                                 "of files while it ran (the disk quota of a submission)")

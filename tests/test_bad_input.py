@@ -136,18 +136,19 @@ def _processes(marker: str) -> list[str]:
     return found
 
 
+def _kernel_runs_in(line: str) -> bool:
+    """Whether the process of a `_processes` line is a kernel: a cold one (``python -m autograder.kernel``) or a
+    warm one (forked by ``autograder.zygote``, named by its one-time token, ag<12 hex>)."""
+    try:
+        name = Path(f"/proc/{line.split(':')[0]}/comm").read_text().strip()
+    except OSError:
+        return False
+    return "autograder.kernel" in line or re.fullmatch(r"ag[0-9a-f]{12}", name) is not None
+
+
 def _kernel_runs(marker: str) -> bool:
-    """Whether a kernel of the run whose TMPDIR is ``marker`` runs: a cold one (``python -m autograder.kernel``)
-    or a warm one (forked by ``autograder.zygote``, named by its one-time token, ag<12 hex>)."""
-    for line in _processes(marker):
-        pid = line.split(":")[0]
-        try:
-            name = Path(f"/proc/{pid}/comm").read_text().strip()
-        except OSError:
-            continue
-        if "autograder.kernel" in line or re.fullmatch(r"ag[0-9a-f]{12}", name):
-            return True
-    return False
+    """Whether a kernel of the run whose TMPDIR is ``marker`` runs."""
+    return any(_kernel_runs_in(line) for line in _processes(marker))
 
 
 def _start(graded, name: str, seconds: int, jobs: int = 1) -> tuple[subprocess.Popen, Path, Path]:
@@ -186,6 +187,24 @@ def test_a_killed_worker_is_graded_again_on_the_next_run(graded) -> None:
     assert read_grades(out)[("sleepy", "toy")]["score"] == "5"
     left = [link for link in SOCKET_LINKS.glob("ag-*") if link.is_symlink() and str(tmp) in os.readlink(link)]
     assert left == [], "the killed worker's socket link should be removed with the grader's scratch folder"
+
+
+def test_a_killed_zygote_is_the_graders_failure_and_graded_again(graded) -> None:
+    """No submission can reach the zygote, so its death mid-job is the grader's failure (not stored), never the
+    student's; the rest of the run grades cold (the zygote is gone) and a rerun grades the student warm."""
+    process, tmp, out = _start(graded, "killed-zygote", 4)
+    zygotes = [int(line.split(":")[0]) for line in _processes(str(tmp))
+               if "autograder.zygote" in line and not _kernel_runs_in(line)]
+    assert zygotes, _processes(str(tmp))
+    for pid in zygotes:
+        os.kill(pid, signal.SIGKILL)
+    _, stderr = process.communicate(timeout=120)
+    row = read_grades(out)[("sleepy", "toy")]
+    assert process.returncode == 2 and row["reason"] == (
+        "not graded: the warm process of this assignment died while grading it (it is graded again on the next "
+        "run)"), (row, stderr)
+    again = grade_cli(out.parent / "subs", "--out", out, "--jobs", "1", *OPTIONS)
+    assert again.returncode == 0 and read_grades(out)[("sleepy", "toy")]["score"] == "5", again.stderr
 
 
 @pytest.mark.parametrize("jobs", [1, 2])
