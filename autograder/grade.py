@@ -90,8 +90,7 @@ def grade(options: Options) -> int:
         registered = preloads(options.source)
         handed_in = _handed_in(found, options) or set(registered)
         needed = {registered.get(a, UNREGISTERED_PRELOAD) for a in handed_in}
-        # What the kernels preload and the test cells import: the workers import it once (`autograder.worker_forks`).
-        pool.modules = tuple(sorted(set().union(*needed, test_imports(options.source, handed_in))))
+        pool.import_once(tuple(sorted(set().union(*needed, test_imports(options.source, handed_in)))))
         if options.warm and options.isolate and not options.scheduler:
             for preload in sorted(needed):  # the warm processes import while the templates are made
                 pool.start_zygote(preload, str(scratch))

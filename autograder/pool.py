@@ -125,9 +125,7 @@ class Worker:
 class Pool:
     """Up to ``jobs`` workers, started when there is work; `run` hands out jobs and reports each result."""
 
-    def __init__(self, jobs: int, logs: Path, python: str = sys.executable, modules: tuple[str, ...] = ()):
-        """``modules``: what the run's jobs import (torch, transformers), imported once for all workers when
-        there are two or more (`autograder.worker_forks`)."""
+    def __init__(self, jobs: int, logs: Path, python: str = sys.executable):
         # The worker runs test cells and the kernel the student's code, each waiting on the other: OpenMP threads
         # that spin while waiting would take the cores from the one that works.
         env = {**nbgrader_environment(), "OMP_WAIT_POLICY": "PASSIVE"}
@@ -136,7 +134,8 @@ class Pool:
         logs.mkdir(parents=True, exist_ok=True)
         self.workers = [Worker(i, env, logs / f"worker-{i}.log", python) for i in range(jobs)]
         self.forks: WorkerForks | None = None
-        self.modules, self.logs = modules, logs
+        self.modules: tuple[str, ...] = ()  # `import_once`
+        self.logs = logs
         self.closing = threading.Event()
         self.zygotes: dict[tuple[str, ...], Zygote] = {}  # preload set -> its warm process (`autograder.warm`)
         self.zygote_log = open(logs / "zygotes.log", "ab")  # noqa: SIM115 - open while the pool lives
@@ -181,6 +180,11 @@ class Pool:
                 self.close()
                 raise item
             on_result(*item)
+
+    def import_once(self, modules: tuple[str, ...]) -> None:
+        """What the run's jobs import (torch, transformers' Llama): with two workers or more, each is forked from
+        one process that imports these once (`autograder.worker_forks`). Call it before the first `run`."""
+        self.modules = modules
 
     def start_zygote(self, preload: tuple[str, ...], scratch: str) -> Zygote:
         """The zygote of ``preload`` (`autograder.warm`), started here on first use and not waited for: it imports
