@@ -87,13 +87,7 @@ def grade(options: Options) -> int:
         if not found:
             print(f"error: no submissions found in {options.submissions}", file=sys.stderr)
             return 2
-        registered = preloads(options.source)
-        handed_in = _handed_in(found, options) or set(registered)
-        needed = {registered.get(a, UNREGISTERED_PRELOAD) for a in handed_in}
-        pool.import_once(tuple(sorted(set().union(*needed, test_imports(options.source, handed_in)))))
-        if options.warm and options.isolate and not options.scheduler:
-            for preload in sorted(needed):  # the warm processes import while the templates are made
-                pool.start_zygote(preload, str(scratch))
+        _warm_up(pool, found, options, scratch)
         if options.scheduler:  # first: an unreachable or unfit cluster stops the run within seconds
             from autograder.cluster import ClusterPool
 
@@ -124,6 +118,19 @@ def grade(options: Options) -> int:
         if cluster:
             cluster.close()
         remove_scratch(scratch)
+
+
+def _warm_up(pool: Pool, found: dict, options: Options, scratch: Path) -> None:
+    """Before the templates are made: tell the pool what its workers import (the kernels' preloads and the test
+    cells' imports of the assignments handed in), and start the zygotes of those preload sets (a warm local
+    run), which import while the templates are made."""
+    registered = preloads(options.source)
+    handed_in = _handed_in(found, options) or set(registered)
+    needed = {registered.get(a, UNREGISTERED_PRELOAD) for a in handed_in}
+    pool.import_once(tuple(sorted(set().union(*needed, test_imports(options.source, handed_in)))))
+    if options.warm and options.isolate and not options.scheduler:
+        for preload in sorted(needed):
+            pool.start_zygote(preload, str(scratch))
 
 
 def _handed_in(found: dict, options: Options) -> set[str] | None:
