@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+from autograder.canvas_names import expected_name
 from autograder.records import Task, Template
 from autograder.submissions import Found
 
@@ -51,8 +52,9 @@ def _task(student: str, template: Template, entry: Found, grading_key: str) -> T
     unmatched = [p for p in files if p.stem not in template.notebooks]
     for name in template.notebooks:
         path = by_name.get(f"{name}.ipynb")
-        if path is None and len(template.notebooks) == 1 and len(unmatched) == 1:
-            path = unmatched[0]
+        renamed = [p for p in unmatched if expected_name(p.name, {f"{name}.ipynb"})]
+        if path is None and (len(renamed) == 1 or (len(template.notebooks) == 1 and len(unmatched) == 1)):
+            path = renamed[0] if len(renamed) == 1 else unmatched[0]
             task.note = "; ".join(filter(None, [task.note, f"misnamed notebook: graded {path.name} as {name}.ipynb"]))
         task.notebooks[name] = str(path) if path is not None else None
     if not any(task.notebooks.values()):
