@@ -14,7 +14,7 @@ from dataclasses import replace
 from importlib import metadata
 from pathlib import Path
 
-from autograder import export
+from autograder import export, student_tree
 from autograder.limits import Limits
 from autograder.records import SOURCE, Options
 from autograder.release import release
@@ -132,6 +132,7 @@ def main(argv: list[str] | None = None) -> int:
     release_parser = commands.add_parser("release", help="regenerate exercises/ from solutions/ with nbgrader")
     release_parser.add_argument("assignments", nargs="*", metavar="ASSIGNMENT",
                                 help="the assignments to regenerate (default: every chapter)")
+    student_tree.add_arguments(release_parser)
     _grade_parser(commands)
     export.add_parser(commands)
     args = parser.parse_args(argv)
@@ -142,8 +143,17 @@ def main(argv: list[str] | None = None) -> int:
         if unknown:
             print(f"error: {unknown[0]} is not an assignment of this course ({', '.join(slugs())})", file=sys.stderr)
             return USAGE_ERROR
+        if problem := student_tree.check(args):
+            print(f"error: {problem}", file=sys.stderr)
+            return USAGE_ERROR
         for folder in release(assignments=tuple(args.assignments) or None):
             print(f"released {folder}")
+        try:
+            if args.student_tree:
+                print(student_tree.run(args))
+        except student_tree.StudentTreeError as error:
+            print(f"error: {error}", file=sys.stderr)
+            return USAGE_ERROR
         return 0
     problem = _usage_problem(args)
     if problem:
