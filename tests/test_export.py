@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -474,3 +475,37 @@ def test_moodle_match_by_name(tmp_path: Path) -> None:
     assert [r.split(",")[0] for r in rows] == ["Ada", "Grace"], "either name order; the two Alan Turings: neither"
     assert "warning: the name 'Alan Turing' is on two rows of the export: neither is filled" in done.stdout
     assert "map 'Email address' to the user's Email address" in done.stdout
+
+
+# ---------------------------------------------------------------- feedback back to Canvas (issue 33, 17)
+
+
+def test_feedback_zip_for_canvas_bulk_upload(tmp_path: Path) -> None:
+    """Canvas's Re-Upload Submissions finds each file's student by <name>_<user id>_<attachment id>_...; before,
+    no command wrote such a zip and the attachment id was dropped."""
+    graded = _graded(tmp_path)
+    for student in SCORES:
+        page = OutputFolder(graded).feedback(student, "01_similarity") / "similarity.html"
+        page.parent.mkdir(parents=True)
+        page.write_text(f"<p>feedback for {student}</p>")
+    done = subprocess.run([sys.executable, "-m", "autograder", "feedback-zip", graded, "--submissions",
+                           tmp_path / "submissions.zip", "--out", tmp_path / "feedback.zip"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    with zipfile.ZipFile(tmp_path / "feedback.zip") as archive:
+        names = sorted(archive.namelist())
+        assert archive.read("lovelaceada_1001_5007_similarity-feedback.html") == b"<p>feedback for lovelaceada</p>"
+    assert names == ["curiemarie_1003_5003_similarity-feedback.html", "hoppergrace_1002_5002_similarity-feedback.html",
+                     "lovelaceada_1001_5007_similarity-feedback.html", "noetheremmy_1005_5005_similarity-feedback.html",
+                     "rikerwill_1702_5006_similarity-feedback.html"], "the attachment of the submission that counted"
+    assert "wrote " in done.stdout and "5 feedback pages of 01_similarity" in done.stdout
+    assert "Re-Upload Submissions" in done.stdout
+
+
+def test_feedback_zip_refuses_a_zip_that_is_not_canvas(tmp_path: Path) -> None:
+    graded = _graded(tmp_path)
+    other = write_zip(tmp_path / "other.zip", {"ada/01_similarity/similarity.ipynb": b"nb"})
+    done = subprocess.run([sys.executable, "-m", "autograder", "feedback-zip", graded, "--submissions", other,
+                           "--out", tmp_path / "feedback.zip"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "holds no file named as Canvas's Download Submissions names them" in done.stderr
+    assert not (tmp_path / "feedback.zip").exists()
