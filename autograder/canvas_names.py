@@ -76,5 +76,6 @@ def entry_description(kind: str, data: bytes) -> str:
     text = html.unescape(data.decode("utf-8", "replace"))
     url = URL.search(text)
     where = f" to {url.group(0)}" if url else ""
-    colab = " (a Colab link: ask for the notebook itself, File > Download > .ipynb)" if url and "colab." in url.group(0) else ""
+    colab = (" (a Colab link: ask for the notebook itself, File > Download > .ipynb)"
+             if url and "colab." in url.group(0) else "")
     return f"a website URL entry{where}, not a notebook file{colab}"

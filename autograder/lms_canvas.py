@@ -1,6 +1,7 @@
 """Canvas's gradebook export (Grades > Export) as Canvas's importer (Grades > Import) reads it.
 
-The header starts ``Student,ID`` (or ``LastName,FirstName,ID`` when the gradebook splits names), then the optional ``SIS User ID``, ``SIS Login ID``, ``Integration ID``
+The header starts ``Student,ID`` (or ``LastName,FirstName,ID`` when the gradebook splits names), then
+the optional ``SIS User ID``, ``SIS Login ID``, ``Integration ID``
 and ``Root Account``, and ends its identity columns with ``Section``. Assignment columns are headed
 ``Title (12345)``; a header that matches no assignment makes Canvas create one, so no column is ever
 added. A row whose first cell holds "Points Possible" gives each column's maximum, or "(read only)" for

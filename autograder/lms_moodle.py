@@ -36,8 +36,8 @@ def layout(table: Table, mapping: list[tuple[str, str]], grades: Grades, match: 
     raises `ExportError`."""
     header = [cell.strip() for cell in table.header]
     found = [_column(table, header, assignment, wanted, 0.0) for assignment, wanted in mapping]
-    columns = [replace(c, points=max_grades.get(c.assignment) or _implied_maximum(table, header, c.assignment, c.header))
-               for c in found]
+    columns = [replace(c, points=max_grades.get(c.assignment) or
+                       _implied_maximum(table, header, c.assignment, c.header)) for c in found]
     check_distinct(columns)
     names = [header.index(c) for c in ("First name", "Last name") if c in header]
     students, warnings = (_by_name(table, names, grades) if match == "name"

@@ -223,7 +223,8 @@ class Session:
         values, _, _ = self.request({"op": "lookup"}, names)
         if type(values) is not list or len(values) != len(names):
             raise ChannelError("the kernel answered a lookup with the wrong number of values")
-        self.names = {object.__getattribute__(v, "_ref").id: n for n, v in zip(names, values) if type(v) is RemoteObject}
+        self.names = {object.__getattribute__(v, "_ref").id: name for name, v in zip(names, values)
+                      if type(v) is RemoteObject}
         return dict(zip(names, values))
 
     def simple(self, op: str, target: int, payload: Any = None) -> Any:

@@ -402,11 +402,13 @@ def test_moodle_without_a_maximum_is_refused(tmp_path: Path) -> None:
                    tmp_path / "import.csv")
     assert given.returncode == 0, given.stderr
     assert (tmp_path / "import.csv").read_text().splitlines()[1:] == [
-        "Ada,Lovelace,ada.lovelace@uni.example,80.00,1764590000", "Grace,Hopper,grace.hopper@uni.example,95.00,1764590000"]
+        "Ada,Lovelace,ada.lovelace@uni.example,80.00,1764590000",
+        "Grace,Hopper,grace.hopper@uni.example,95.00,1764590000"]
 
 
 def test_moodle_warns_of_a_grade_above_the_maximum_assumed(tmp_path: Path) -> None:
-    done = export(_moodle_dir(tmp_path), "--lms", "moodle", "--gradebook", _write(tmp_path / "e.csv", MOODLE_OUT_OF_100),
+    gradebook = _write(tmp_path / "e.csv", MOODLE_OUT_OF_100)
+    done = export(_moodle_dir(tmp_path), "--lms", "moodle", "--gradebook", gradebook,
                   "--max-grade", "01_similarity=10", "--map", "01_similarity=Assignment: Similarity (Real)",
                   "--out", tmp_path / "import.csv")
     assert done.returncode == 0, done.stderr
@@ -447,7 +449,8 @@ def test_only_the_rows_that_change_are_written(tmp_path: Path) -> None:
 
 def test_canvas_export_with_split_names(tmp_path: Path) -> None:
     """Canvas's "Split student names" setting exports LastName and FirstName columns; before, refused."""
-    split = CANVAS.replace("Student,ID,", "LastName,FirstName,ID,").replace("    Points Possible,", "    Points Possible,,")
+    split = CANVAS.replace("Student,ID,", "LastName,FirstName,ID,").replace("    Points Possible,",
+                                                                         "    Points Possible,,")
     for last, first in [("Lovelace", "Ada"), ("Hopper", "Grace"), ("Curie", "Marie"), ("Turing", "Alan"),
                         ("Noether", "Emmy"), ("Student", "Test")]:
         split = split.replace(f'"{last}, {first}"', f"{last},{first}")
@@ -456,7 +459,8 @@ def test_canvas_export_with_split_names(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "import.csv").read_text(encoding="utf-8-sig").splitlines() == [
         "LastName,FirstName,ID,SIS User ID,SIS Login ID,Section,Similarity (1201)", "    Points Possible,,,,,,20.00",
-        "Lovelace,Ada,1001,S1001,ada.lovelace,Section 01,16.00", "Hopper,Grace,1002,S1002,grace.hopper,Section 02,20.00"]
+        "Lovelace,Ada,1001,S1001,ada.lovelace,Section 01,16.00",
+        "Hopper,Grace,1002,S1002,grace.hopper,Section 02,20.00"]
     assert "Lovelace, Ada (1001)  Similarity (1201): 12.00 -> 16.00" in done.stdout
 
 

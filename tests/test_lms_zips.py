@@ -117,7 +117,8 @@ def test_moodle_zip_flat(tmp_path: Path) -> None:
     tasks = _tasks(found)
     assert tasks["Ada Lovelace"].problem == "" and tasks["Ada Lovelace"].note == ""
     assert tasks["Grace Hopper"].note == "misnamed notebook: graded similarity (1).ipynb as similarity.ipynb"
-    assert tasks["Alan Turing"].problem.startswith("no submission (expected similarity.ipynb); found instead: an online")
+    assert tasks["Alan Turing"].problem.startswith(
+        "no submission (expected similarity.ipynb); found instead: an online")
 
 
 # ---------------------------------------------------------------- renamed notebooks, a zip in the zip (item 11)
@@ -150,7 +151,8 @@ def _zip_bytes(members: dict[str, bytes]) -> bytes:
 
 def test_a_zip_inside_the_canvas_zip_is_opened_safely(tmp_path: Path) -> None:
     inner = _zip_bytes({"homework/similarity.ipynb": b"zipped", "../../../escape.ipynb": b"traversal",
-                        "/etc/similarity.ipynb": b"absolute, same base name", "__MACOSX/homework/._similarity.ipynb": b"",
+                        "/etc/similarity.ipynb": b"absolute, same base name",
+                        "__MACOSX/homework/._similarity.ipynb": b"",
                         "homework/.ipynb_checkpoints/similarity-checkpoint.ipynb": b"old"})
     many = _zip_bytes({f"f{i}.txt": b"" for i in range(1001)})
     archive = write_zip(tmp_path / "submissions.zip", {

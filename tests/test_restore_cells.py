@@ -31,7 +31,8 @@ def _released() -> dict:
 
 def _ids(notebook: dict) -> list[str]:
     """The grade_id of each code cell ("-": none)."""
-    return [c["metadata"].get("nbgrader", {}).get("grade_id", "-") for c in notebook["cells"] if c["cell_type"] == "code"]
+    return [c["metadata"].get("nbgrader", {}).get("grade_id", "-") for c in notebook["cells"]
+            if c["cell_type"] == "code"]
 
 
 def _colab_copy(answers: dict[str, str] = ANSWERS) -> dict:
@@ -116,7 +117,8 @@ def test_make_tasks_grades_a_restored_copy_and_leaves_the_hand_in_alone(tmp_path
     write_submission(submissions, "bo", "01_similarity", _pasted({"x": "print('hello')"}), "similarity.ipynb")
     found, _ = from_folder(submissions)
     tasks = {t.student: t for t in make_tasks(found, {"01_similarity": template}, "limits", tmp_path / "restored")}
-    assert Path(tasks["ada"].notebooks["similarity"]) == tmp_path / "restored" / "ada" / "01_similarity" / "similarity.ipynb"
+    restored = tmp_path / "restored" / "ada" / "01_similarity" / "similarity.ipynb"
+    assert Path(tasks["ada"].notebooks["similarity"]) == restored
     assert tasks["ada"].note.startswith("nbgrader cell metadata missing") and handed_in.read_bytes() == before
     assert tasks["bo"].problem.startswith("similarity.ipynb: the notebook has lost its nbgrader cell metadata")
 
