@@ -81,7 +81,7 @@ def _canvas(archive: zipfile.ZipFile, notebooks: dict[str, str], staging: Path, 
                 entry.others.setdefault("", []).append(
                     canvas_names.entry_description(parsed.kind, stager.head(member, canvas_names.ENTRY_BYTES)))
             elif parsed.original.lower().endswith(".zip") and valid_student_id(student):
-                _inner_zip(found, student, parsed.original, stager.read(member), notebooks, staging, stager)
+                _inner_zip(found, student, parsed, stager.read(member), notebooks, staging, stager)
             elif not parsed.original.endswith(".ipynb"):
                 entry.others.setdefault("", []).append(parsed.original)
             elif valid_student_id(student):
@@ -102,11 +102,12 @@ def _notebook_name(original: str, notebooks: dict[str, str]) -> tuple[str, str] 
     return (expected, original) if expected else None
 
 
-def _inner_zip(found: dict[str, Found], student: str, zip_name: str, data: bytes | str, notebooks: dict[str, str],
-               staging: Path, stager: Stager) -> None:
+def _inner_zip(found: dict[str, Found], student: str, parsed: CanvasName, data: bytes | str,
+               notebooks: dict[str, str], staging: Path, stager: Stager) -> None:
     """The notebooks of a zip a student handed in, one level deep, each staged by its base name only (never
-    the zip's paths), within `INNER_MEMBERS` and the run's staging budget; the rest is noted."""
-    entry = found[student]
+    the zip's paths), within `INNER_MEMBERS` and the run's staging budget, late when the zip was; the rest is
+    noted."""
+    entry, zip_name = found[student], parsed.original
     try:
         if isinstance(data, str):
             raise ValueError(data)
@@ -129,6 +130,8 @@ def _inner_zip(found: dict[str, Found], student: str, zip_name: str, data: bytes
             if target is not None and not target.exists():
                 add(found, student, notebooks[named[0]], inner_stager.stage(member, target))
                 graded.append(base)
+                if parsed.late:
+                    entry.late.add(notebooks[named[0]])
         stager.used += inner_stager.used
     if graded:
         entry.notes.append(f"graded {', '.join(graded)} from the zip {zip_name}")

@@ -156,7 +156,7 @@ def test_a_zip_inside_the_canvas_zip_is_opened_safely(tmp_path: Path) -> None:
                         "homework/.ipynb_checkpoints/similarity-checkpoint.ipynb": b"old"})
     many = _zip_bytes({f"f{i}.txt": b"" for i in range(1001)})
     archive = write_zip(tmp_path / "submissions.zip", {
-        "lovelaceada_1001_5001_submission.zip": inner,
+        "lovelaceada_LATE_1001_5001_submission.zip": inner,
         "hoppergrace_1002_5002_many.zip": many,
         "curiemarie_1003_5003_broken.zip": b"PK not a zip"})
     staging = tmp_path / "staging"
@@ -165,6 +165,7 @@ def test_a_zip_inside_the_canvas_zip_is_opened_safely(tmp_path: Path) -> None:
     assert tasks["lovelaceada"].problem == "", tasks["lovelaceada"].problem
     assert Path(tasks["lovelaceada"].notebooks["similarity"]).read_bytes() == b"zipped", "the first of one name"
     assert tasks["lovelaceada"].note == "graded similarity.ipynb from the zip submission.zip"
+    assert tasks["lovelaceada"].late, "a late zip's notebooks are late"
     assert tasks["hoppergrace"].problem.endswith("many.zip (not opened: 1001 files, more than 1000)")
     assert "broken.zip (not opened:" in tasks["curiemarie"].problem
     assert _inside(tmp_path, staging, archive) == [] and not (tmp_path.parent / "escape.ipynb").exists()

@@ -16,6 +16,7 @@ from tests.harness import StandIn
 STUDENT = "def spin(x):\n    while True:\n        pass\n\ndef fine(x):\n    return x\n"
 
 
+@pytest.mark.slow
 def test_a_call_past_the_limit_names_the_function_and_the_limit() -> None:
     kernel = StandIn()
     try:
@@ -31,6 +32,7 @@ def test_a_call_past_the_limit_names_the_function_and_the_limit() -> None:
         kernel.close()
 
 
+@pytest.mark.slow
 def test_the_cell_limit_is_named_when_it_is_the_one_that_ran_out() -> None:
     kernel = StandIn()
     try:
