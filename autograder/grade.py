@@ -157,6 +157,7 @@ def _grade_tasks(options: Options, tasks: list[Task], templates: dict[str, Templ
     from autograder.report import write_report
 
     out = OutputFolder(options.out)
+    out.root.mkdir(parents=True, exist_ok=True)
     secret = load_secret(options.secret_file or out.secret)  # before anything is written: SecretUnusable
     gradebook = ClassGradebook(options.db_url or out.gradebook_url, templates)
     progress = Progress(tasks, options.progress)
@@ -189,7 +190,7 @@ def _grade_tasks(options: Options, tasks: list[Task], templates: dict[str, Templ
             options.warm, hidden_key=hand_in_key(secret, t.student, t.assignment, t.notebooks)) for t in to_grade]
     # The similarity of the class's code needs only the submitted files: it is computed while they are graded.
     with ThreadPoolExecutor(1) as background:
-        similar = background.submit(class_similarity, tasks, templates, options.similarity_threshold)
+        similar = background.submit(class_similarity, tasks, templates, options.similarity_threshold, options.source)
         try:
             pool.run(jobs, options.limits.wall_seconds, lambda index, result: finish(to_grade[index], result, True))
         finally:
