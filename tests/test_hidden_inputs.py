@@ -226,3 +226,14 @@ def test_grade_draws_hidden_inputs_per_hand_in_and_the_secret_never_reaches_the_
         assert re.findall(r"UNREADABLE (/\S+) FileNotFoundError", text) == places, page
         for secret in (OutputFolder(out1).secret, shared):
             assert secret.read_text().strip() not in text, f"{page} shows the secret"
+
+
+def test_a_secret_file_inside_the_course_is_refused(tmp_path: Path, capsys) -> None:
+    from autograder.__main__ import main
+    from course import ROOT
+
+    (tmp_path / "submissions").mkdir()
+    status = main(["grade", str(tmp_path / "submissions"), "--out", str(tmp_path / "out"),
+                   "--secret-file", str(ROOT / "solutions" / "course.secret")])
+    assert status == 2 and "--secret-file" in capsys.readouterr().err
+    assert not (ROOT / "solutions" / "course.secret").exists()
