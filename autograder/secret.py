@@ -9,10 +9,11 @@ instructor's secret, of the student's id, the assignment and the digest of what 
 - a resubmission (other content), another student or another secret (another output folder) draws
   others, and nothing a student sees of one hand-in's inputs tells anything of another's.
 
-The secret is 32 random bytes (hex, one line) in ``DIR/.hidden-inputs.secret`` (`autograder.layout.OutputFolder.secret`), created by the first
-`grade` into DIR with mode 0600 (``O_CREAT | O_EXCL``), or the file ``--secret-file`` names (created the
-same way when missing), which shares one secret between output folders. A file that others may read
-or write, or that is not a regular file, is refused. Only the grading process reads it: workers get each
+The secret is 32 random bytes (hex, one line) in ``DIR/.hidden-inputs.secret``
+(`autograder.layout.OutputFolder.secret`), created by the first `grade` into DIR with mode 0600
+(``O_CREAT | O_EXCL``), or the file ``--secret-file`` names (created the same way when missing), which
+shares one secret between output folders. A file that its group or others may read or write, a link, or
+not a regular file is refused. Only the grading process reads it: workers get each
 job's key (`autograder.records.Job.hidden_key`), kernels get nothing (the sandbox shows them neither DIR
 nor the instructor's files, and no key is in their environment).
 """

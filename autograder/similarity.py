@@ -148,7 +148,8 @@ def _condensed(source: str) -> str:
                 kept.append(source[position:start] + ("" if token.type == tokenize.COMMENT else '"..."'))
                 position = starts[token.end[0] - 1] + token.end[1]
     except (tokenize.TokenError, SyntaxError):
-        rest = "".join(line for line in source[position:].splitlines(keepends=True) if not line.lstrip().startswith("#"))
+        rest = "".join(line for line in io.StringIO(source[position:]).readlines()
+                       if not line.lstrip().startswith("#"))
         return "".join(kept) + rest
     return "".join(kept) + source[position:]
 

@@ -111,8 +111,9 @@ class TrustedExecute(Execute):
 
     channel_folder = Unicode("", help="A folder both this process and the sandboxed kernel reach by the same "
                                       "path (the job's socket link): the channel's socket goes there.").tag(config=True)
-    hidden_key = Unicode("", help="The hand-in's key (`autograder.secret`), bound in the test cells' namespace for "
-                                  "`autograder.checks.hidden_seed`; '' keeps the hidden tests' fixed seeds.").tag(config=True)
+    hidden_key = Unicode("", help="The hand-in's key (`autograder.secret`), bound in the test cells' namespace "
+                                  "for `autograder.checks.hidden_seed`; '' keeps the hidden tests' fixed "
+                                  "seeds.").tag(config=True)
 
     def preprocess(self, nb, resources, km=None):  # noqa: ANN001, ANN201 - nbconvert's signature
         info = resources["nbgrader"]
