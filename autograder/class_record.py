@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import fcntl
 import os
+from dataclasses import replace
 from pathlib import Path
 
+from autograder.gradebook import ManualScores
 from autograder.layout import OutputFolder
 from autograder.records import Result, Task, Template
 from autograder.state import Stored
@@ -58,18 +60,40 @@ def kept_instead(task: Task, earlier: dict[tuple[str, str], Stored]) -> Stored |
 def row(task: Task, result: Result, template: Template | None) -> Stored:
     """This run's row of ``task``."""
     return Stored(result, task.note, task.lms_user_id, task.late, template.max_score if template else 0.0,
-                  task.missing)
+                  task.missing, task.lms_name)
 
 
-def class_rows(stored: dict[tuple[str, str], Stored], templates: dict[str, Template]) -> list[dict]:
-    """The rows of grades.csv and the report, one per student and assignment stored, in that order."""
+def with_manual(student: str, assignment: str, result: Result, given: ManualScores) -> tuple[Result, list[str]]:
+    """``result`` with the points given by hand (`autograder.gradebook.ClassGradebook.manual_scores`) in its
+    manually graded cells, and the cells still waiting for them."""
+    cells, pending = [], []
+    for cell in result.cells:
+        points = given.get((student, assignment, cell.notebook, cell.grade_id)) if cell.manual else None
+        if cell.manual and points is None:
+            pending.append(cell.grade_id)
+        elif cell.manual:
+            cell = replace(cell, points=points, passed=points >= cell.max_points, message="graded by hand")
+        cells.append(cell)
+    return replace(result, cells=tuple(cells)), pending
+
+
+def class_rows(stored: dict[tuple[str, str], Stored], templates: dict[str, Template],
+               given: ManualScores | None = None) -> list[dict]:
+    """The rows of grades.csv and the report, one per student and assignment stored, in that order; a manually
+    graded cell counts the points ``given`` by hand, and one still waiting is named in the reason (its points
+    are not in the score yet: pending, not 0)."""
     rows = []
     for (student, assignment), entry in sorted(stored.items()):
         template = templates.get(assignment)
-        rows.append({"student_id": student, "assignment": assignment, "score": entry.result.score,
-                     "max_score": template.max_score if template else entry.max_score, "reason": entry.reason,
-                     "result": entry.result, "lms_user_id": entry.lms_user_id, "late": entry.late,
-                     "missing": entry.missing})
+        result, pending = with_manual(student, assignment, entry.result, given or {})
+        reason = entry.reason
+        if pending:
+            waiting = sum(c.max_points for c in result.cells if c.grade_id in pending)
+            reason = "; ".join(filter(None, [reason, f"manual grading pending: {waiting:g} points ({', '.join(pending)})"]))
+        rows.append({"student_id": student, "assignment": assignment, "score": result.score,
+                     "max_score": template.max_score if template else entry.max_score, "reason": reason,
+                     "result": result, "lms_user_id": entry.lms_user_id, "late": entry.late,
+                     "missing": entry.missing, "pending": pending, "lms_name": entry.lms_name})
     return rows
 
 
@@ -112,3 +136,18 @@ def keep_submitted(out: OutputFolder, task: Task) -> None:
     for name, path in task.notebooks.items():
         if path:
             (folder / f"{name}.ipynb").write_bytes(Path(path).read_bytes())
+
+
+def write_nbgrader_config(out: OutputFolder, source: Path, db_url: str) -> None:
+    """``DIR/nbgrader_config.py``: the course's nbgrader config pointed at this folder, so that nbgrader's
+    formgrader started in DIR grades its submissions by hand (its gradebook, its autograded notebooks)."""
+    from autograder import NBGRADER_CONFIG
+
+    out.nbgrader_config.write_text(
+        '"""nbgrader\'s config for manual grading of this output folder (written by `python -m autograder grade`): '
+        'run `nbgrader formgrader` here."""\n'
+        "c = get_config()  # noqa: F821\n"
+        f"load_subconfig({str(NBGRADER_CONFIG)!r})  # noqa: F821\n"
+        f"c.CourseDirectory.root = {str(out.root)!r}\n"
+        f"c.CourseDirectory.source_directory = {str(source)!r}\n"
+        f"c.CourseDirectory.db_url = {db_url!r}\n")

@@ -43,7 +43,7 @@ from autograder.csv_files import write_grades
 from autograder.progress import Progress
 from autograder.state import Stored, load_state, save_state, stored_rows
 from autograder.class_record import (OutputUnavailable, changes, class_rows, keep_submitted, kept_instead,
-                                     open_output, row, submitted_tasks)
+                                     open_output, row, submitted_tasks, write_nbgrader_config)
 from autograder.tasks import make_tasks
 from autograder.sandbox import SandboxUnavailable, check, describe_isolation, describe_start, remove_scratch
 from autograder.warm import WarmStartUnavailable, check as warm_check
@@ -164,13 +164,13 @@ def _needed(found: dict, options: Options, earlier: dict) -> set[str] | None:
     return None if handed_in is None else handed_in | ({a for _, a in earlier} & course)
 
 
-def _write_feedback(folder: Path, result: Result) -> None:
-    """Write a graded result's feedback pages into ``folder``, in place of what it held."""
-    if result.graded:
-        shutil.rmtree(folder, ignore_errors=True)
-        folder.mkdir(parents=True)
-        for name, html in result.feedback.items():
-            (folder / Path(name).name).write_text(html)
+def _replace_folder(folder: Path, files: dict[str, str]) -> None:
+    """Write ``files`` (name -> text: a graded result's feedback pages or autograded notebooks) into ``folder``,
+    in place of what it held."""
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    for name, text in files.items():
+        (folder / Path(name).name).write_text(text)
 
 
 def _grade_tasks(options: Options, tasks: list[Task], templates: dict[str, Template], pool,
@@ -194,14 +194,16 @@ def _grade_tasks(options: Options, tasks: list[Task], templates: dict[str, Templ
         if not (valid_student_id(task.student) and valid_student_id(task.assignment)) or result.transient:
             now[where] = this
             return
-        if fresh:
-            _write_feedback(out.feedback(*where), result)
+        if fresh and result.graded:
+            _replace_folder(out.feedback(*where), result.feedback)
+            _replace_folder(out.autograded(*where), {f"{n}.ipynb": text for n, text in result.autograded.items()})
         if task.notebooks and not task.problem and (fresh or not out.submitted(*where).is_dir()):
             keep_submitted(out, task)
         if fresh or earlier.get(where) != this:
             save_state(out, task, result, this.max_score)  # a problem too: it has no key, so it is never reused
         if not result.graded:
             shutil.rmtree(out.feedback(*where), ignore_errors=True)
+            shutil.rmtree(out.autograded(*where), ignore_errors=True)
         gradebook.record(task, result)
         now[where] = this
 
@@ -222,13 +224,15 @@ def _grade_tasks(options: Options, tasks: list[Task], templates: dict[str, Templ
         similar = background.submit(class_similarity, compared, templates, options.similarity_threshold)
         try:
             pool.run(jobs, options.limits.wall_seconds, lambda index, result: finish(to_grade[index], result, True))
+            given = gradebook.manual_scores({**earlier, **now})
         finally:
             gradebook.close()
         similarity = similar.result()
-    rows = class_rows({**earlier, **now}, templates)
+    rows = class_rows({**earlier, **now}, templates, given)
     write_grades(out.grades, rows)
     write_similarity(out.similarity, similarity)
     write_report(out.report, rows, templates, similarity)
+    write_nbgrader_config(out, options.source, options.db_url or out.gradebook_url)
     mine = [now[w] for w in ((t.student, t.assignment) for t in tasks) if w in now]
     graded = sum(entry.result.graded for entry in mine)
     failed = sum(not entry.result.graded and not entry.missing for entry in mine)

@@ -9,6 +9,7 @@ spelled out. Every module that reads or writes DIR asks it for a path.
     DIR/.state/<student>/<assignment>.json  each task's stored result and row (`autograder.state`)
     DIR/submitted/<student>/<assignment>/   the notebooks graded (nbgrader's layout; `autograder.class_record`)
     DIR/autograded/<student>/<assignment>/  the autograded notebooks that nbgrader's formgrader opens
+    DIR/nbgrader_config.py                  nbgrader's config for formgrader in DIR (`autograder.class_record`)
     DIR/.lock                               held by the run writing to DIR (`autograder.class_record`)
     DIR/.cache/                             the assignments' templates (`autograder.assignments`)
     DIR/.logs/                              the workers' logs (`autograder.pool`)
@@ -63,6 +64,11 @@ class OutputFolder:
     def autograded(self, student: str, assignment: str) -> Path:
         """The folder of one student's autograded notebooks of one assignment (formgrader's)."""
         return self.root / "autograded" / student / assignment
+
+    @property
+    def nbgrader_config(self) -> Path:
+        """nbgrader's config for manual grading in the folder (formgrader)."""
+        return self.root / "nbgrader_config.py"
 
     @property
     def lock(self) -> Path:

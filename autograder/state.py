@@ -28,6 +28,7 @@ class Stored:
     late: bool = False
     max_score: float = 0.0  # the assignment's maximum when it was graded
     missing: bool = False  # a 'no submission' row: any later row of this student and assignment replaces it
+    lms_name: str = ""  # the student's name as the LMS gave it
 
     @property
     def reason(self) -> str:
@@ -55,7 +56,7 @@ def save_state(out: OutputFolder, task: Task, result: Result, max_score: float =
     half file). The result is stored without the task's note, which the row holds."""
     path = out.state(task.student, task.assignment)
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    row = Stored(result, task.note, task.lms_user_id, task.late, max_score, task.missing)
+    row = Stored(result, task.note, task.lms_user_id, task.late, max_score, task.missing, task.lms_name)
     scratch = path.with_suffix(".tmp")
     descriptor = os.open(scratch, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
     with os.fdopen(descriptor, "w") as handle:

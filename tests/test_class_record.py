@@ -34,6 +34,9 @@ class RecordingGradebook:
     def record(self, task: Task, result: Result) -> None:
         RecordingGradebook.recorded.append((task.student, task.assignment, result.status))
 
+    def manual_scores(self, *args) -> dict:
+        return {}
+
     def close(self) -> None: ...
 
 
