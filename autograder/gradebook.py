@@ -69,6 +69,8 @@ class ClassGradebook:
             return
         self._ensure_assignment(template)
         gb = self.gradebook
+        if task.missing and self._has_submission(task):
+            return  # 'no submission' never zeroes what a shared gradebook holds (another folder's grades)
         gb.update_or_create_student(task.student)
         gb.update_or_create_submission(task.assignment, task.student)
         scores = {(c.notebook, c.grade_id): c.points for c in result.cells}
@@ -80,6 +82,15 @@ class ClassGradebook:
             else:
                 grade.auto_score, grade.needs_manual_grade = scores.get((name, grade_id), 0.0), False
         gb.db.commit()
+
+    def _has_submission(self, task: Task) -> bool:
+        from nbgrader.api import MissingEntry
+
+        try:
+            self.gradebook.find_submission(task.assignment, task.student)
+        except MissingEntry:
+            return False
+        return True
 
     def manual_scores(self, stored: dict) -> ManualScores:
         """The points given by hand to every manually graded cell of ``stored`` (`autograder.state.Stored` by

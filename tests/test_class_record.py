@@ -201,6 +201,11 @@ def test_grading_another_assignment_into_the_folder_keeps_the_earlier_ones(tmp_p
     assert all(any(out.feedback(s, a).glob("*.html")) for s, a in grades), "a feedback page was deleted"
     assert _gradebook_scores(out.gradebook) == {("ada", "toy"): 5.0, ("bo", "toy"): 5.0, ("ada", "toy_torch"): 2.0,
                                                 ("bo", "toy_torch"): 2.0}
+    # Another folder sharing this gradebook (--db), where ada's toy is 'no submission', zeroes none of it.
+    shared = grade_cli(second, "--out", tmp_path / "other", "--source", FIXTURE_SOURCE, "--jobs", "2", "--quiet",
+                       "--db", f"sqlite:///{out.gradebook}")
+    assert shared.returncode == 0, shared.stderr
+    assert _gradebook_scores(out.gradebook)[("ada", "toy")] == 5.0, "a shared gradebook lost ada's grade"
     # ada's toy was not in the second zip: the pair is found from the hand-in the folder kept.
     assert "\ntoy,ada,bo," in out.similarity.read_text()
     report = out.report.read_text()

@@ -67,18 +67,25 @@ def test_a_term_keeps_every_grade(tmp_path: Path) -> None:
         return run.stderr
 
     # Week 1: assignment toy; cy hands in late, with a wrong add.
+    # Two students named John Smith: Canvas tells them apart by user id only.
     week1 = write_zip(tmp_path / "toy.zip", {"ada_11_901_toy.ipynb": toy, "bo_12_902_toy.ipynb": toy,
-                                             "cy_LATE_13_903_toy.ipynb": wrong})
+                                             "cy_LATE_13_903_toy.ipynb": wrong, "smithjohn_14_907_toy.ipynb": toy,
+                                             "smithjohn_15_908_toy.ipynb": wrong})
     grade(week1)
-    expected = {("ada", "toy"): ("5", "0"), ("bo", "toy"): ("5", "0"), ("cy", "toy"): ("2", "1")}
+    expected = {("ada", "toy"): ("5", "0"), ("bo", "toy"): ("5", "0"), ("cy", "toy"): ("2", "1"),
+                ("smithjohn_14", "toy"): ("5", "0"), ("smithjohn_15", "toy"): ("2", "0")}
     _assert_intact(out, expected)
     # Week 2: assignment toy_torch, into the same folder; cy resubmits toy late (toy-1.ipynb), now right.
+    # Only one John Smith hands in: he keeps the id the folder gave him.
     week2 = write_zip(tmp_path / "toy_torch.zip", {"ada_11_904_toy_torch.ipynb": torch,
                                                    "bo_12_905_toy_torch.ipynb": torch,
-                                                   "cy_LATE_13_906_toy-1.ipynb": toy})
+                                                   "cy_LATE_13_906_toy-1.ipynb": toy,
+                                                   "smithjohn_14_909_toy_torch.ipynb": torch})
     said = grade(week2)
     assert "1 grades changed (old -> new):\n  cy toy: 2 -> 5 (of 8)" in said, said
-    expected |= {("cy", "toy"): ("5", "1"), ("ada", "toy_torch"): ("2", "0"), ("bo", "toy_torch"): ("2", "0")}
+    expected |= {("cy", "toy"): ("5", "1"), ("ada", "toy_torch"): ("2", "0"), ("bo", "toy_torch"): ("2", "0"),
+                 ("smithjohn_14", "toy_torch"): ("2", "0")}
+    assert read_grades(out.root)[("smithjohn_14", "toy_torch")]["lms_user_id"] == "14"
     _assert_intact(out, expected, missing=(("cy", "toy_torch"),))
     assert "data:image/png" in (out.feedback("ada", "toy_torch") / "toy_torch.html").read_text(), "the figure is lost"
     # A one-student regrade of week 1: the class files still cover the whole class.
