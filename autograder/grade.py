@@ -15,10 +15,13 @@
    the others: each task becomes a `autograder.records.Job`, graded by
    `autograder.worker.grade_submission` in a kernel of its own sandbox, which returns a
    `autograder.records.Result`.
-5. This process writes each result's feedback, merges every result into the class gradebook
-   (``--db``, any SQLAlchemy URL), then writes ``grades.csv``, ``similarity.csv``
-   (`autograder.similarity`, for the instructor only) and ``report.html``. The exit status is
-   0 when everything handed in was graded, 1 when some of it could not be, 2 when nothing was.
+5. This process writes each result's feedback and autograded notebooks, stores its row, merges it into
+   the class gradebook (``--db``, any SQLAlchemy URL; manual scores given there are kept), then writes
+   ``grades.csv``, ``similarity.csv`` (`autograder.similarity`, for the instructor only) and
+   ``report.html`` from every row stored in DIR, with the manual points given so far
+   (`autograder.class_record`): DIR is the class's record for the term, locked while a run writes to
+   it, private to the instructor, and a 'no submission' never replaces what it stores. The exit status
+   is 0 when everything handed in was graded, 1 when some of it could not be, 2 when nothing was.
 """
 
 from __future__ import annotations
