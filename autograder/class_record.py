@@ -2,8 +2,8 @@
 
 - `open_output` makes ``DIR`` (mode 0700, set at creation; an older folder is closed to others), sets this
   process's umask so that everything the run writes there is the instructor's only (0600 files, 0700
-  folders), and holds ``DIR/.lock`` (``flock``) for the whole run: a second run into the same folder stops
-  with `OutputUnavailable` instead of writing over the first one's files.
+  folders), and holds ``DIR/.lock`` (``flock``) until `HeldOutput.close`, which also gives the umask back:
+  a second run into the same folder stops with `OutputUnavailable` instead of writing over the first one's.
 - A run adds to what is stored (`autograder.state`): `kept_instead` says when a 'no submission' must not
   replace a stored row; `class_rows` are the rows of the class files (grades.csv, report.html), every row
   stored in the folder and this run's rows; `changes` are the lines of the grades a rerun changed.
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import fcntl
 import os
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from autograder.gradebook import ManualScores
@@ -28,26 +28,40 @@ class OutputUnavailable(RuntimeError):
     """The output folder cannot be made, or another run is writing to it: the message says which."""
 
 
-def open_output(out: OutputFolder) -> int:
-    """Make ``out.root`` (0700) and lock it; returns the lock's descriptor (closing it releases the lock)."""
-    os.umask(PRIVATE_UMASK)
+@dataclass(frozen=True)
+class HeldOutput:
+    """An output folder held by this run: its lock's descriptor, and the umask to give back."""
+
+    descriptor: int
+    umask: int
+
+    def close(self) -> None:
+        """Release the lock and give the umask back."""
+        os.close(self.descriptor)
+        os.umask(self.umask)
+
+
+def open_output(out: OutputFolder) -> HeldOutput:
+    """Make ``out.root`` (0700), make this process's files private and lock the folder, until `HeldOutput.close`."""
+    umask = os.umask(PRIVATE_UMASK)
     try:
         out.root.mkdir(mode=0o700, parents=True, exist_ok=True)
         out.root.chmod(0o700)  # a folder an older version made readable by others
         descriptor = os.open(out.lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     except OSError as error:
+        os.umask(umask)
         raise OutputUnavailable(f"--out {out.root} cannot be used: {error.strerror or error}") from error
     try:
         fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         holder = os.read(descriptor, 32).decode(errors="replace").strip() or "another process"
-        os.close(descriptor)
+        HeldOutput(descriptor, umask).close()
         raise OutputUnavailable(f"another grading run ({holder}) is writing to {out.root}; wait until it has "
                                 "finished, then run again (two runs at once would overwrite each other's "
                                 "grades)") from None
     os.ftruncate(descriptor, 0)
     os.write(descriptor, f"pid {os.getpid()}\n".encode())
-    return descriptor
+    return HeldOutput(descriptor, umask)
 
 
 def kept_instead(task: Task, earlier: dict[tuple[str, str], Stored]) -> Stored | None:

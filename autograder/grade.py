@@ -76,14 +76,14 @@ def grade(options: Options) -> int:
     or when the output folder cannot be made or another run is writing to it."""
     out = OutputFolder(options.out)
     try:
-        lock = open_output(out)
+        held = open_output(out)
     except OutputUnavailable as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     try:
         return _grade(options, out)
     finally:
-        os.close(lock)
+        held.close()
 
 
 def _grade(options: Options, out: OutputFolder) -> int:

@@ -92,10 +92,14 @@ def test_a_rerun_says_which_grades_changed(tmp_path: Path, monkeypatch, capsys) 
 
 
 def test_outputs_are_the_instructors_only(tmp_path: Path, monkeypatch) -> None:
-    os.umask(0o022)
+    given = os.umask(0o022)
     out = OutputFolder(tmp_path / "out")
-    os.close(open_output(out))
-    _run(tmp_path, monkeypatch, [_task(tmp_path, "ada")], _graded(1.0))
+    held = open_output(out)
+    try:
+        _run(tmp_path, monkeypatch, [_task(tmp_path, "ada")], _graded(1.0))
+    finally:
+        held.close()
+    assert os.umask(given) == 0o022, "the run did not give the umask back"
     paths = [out.root, *out.root.rglob("*")]
     assert paths[1:], "nothing was written"
     for path in paths:
@@ -107,7 +111,7 @@ def test_an_older_world_readable_folder_is_closed(tmp_path: Path) -> None:
     out = OutputFolder(tmp_path / "out")
     out.root.mkdir(mode=0o755)
     out.root.chmod(0o755)
-    os.close(open_output(out))
+    open_output(out).close()
     assert stat.S_IMODE(out.root.stat().st_mode) == 0o700
 
 
@@ -129,8 +133,8 @@ def test_a_second_run_into_the_same_folder_is_refused(tmp_path: Path, capsys) ->
         line = _one_error(capsys)
         assert f"another grading run (pid {os.getpid()}) is writing to {out.root}" in line, line
     finally:
-        os.close(held)
-    os.close(open_output(out))  # released: the next run may start
+        held.close()
+    open_output(out).close()  # released: the next run may start
 
 
 def test_an_output_folder_that_cannot_be_made_is_one_error_line(tmp_path: Path, capsys) -> None:
