@@ -239,15 +239,16 @@ def _grade_tasks(options: Options, tasks: list[Task], templates: dict[str, Templ
     mine = [now[w] for w in ((t.student, t.assignment) for t in tasks) if w in now]
     graded = sum(entry.result.graded for entry in mine)
     failed = sum(not entry.result.graded and not entry.missing for entry in mine)
-    print(f"graded {graded} of {len(tasks)} submissions ({len(to_grade)} run now, {reused} kept from an earlier "
-          f"run); {len(rows)} rows of {len({r['student_id'] for r in rows})} students in the folder; wrote "
+    kept = sum(kept_instead(t, earlier) is not None for t in tasks)
+    print(f"graded {graded} of {len(tasks) - kept} submissions ({len(to_grade)} run now, {reused} kept from an "
+          f"earlier run){f'; {kept} with no submission now keep the row stored earlier' if kept else ''}; "
+          f"{len(rows)} rows of {len({r['student_id'] for r in rows})} students in the folder; wrote "
           f"{out.grades}, {out.all_feedback}, {out.report}", file=sys.stderr)
     changed = changes(earlier, now)
     if changed:
         print(f"{len(changed)} grades changed (old -> new):", *changed, sep="\n", file=sys.stderr)
     if failed:
         print(f"{failed} submissions could not be graded: grades.csv says why", file=sys.stderr)
-    kept = sum(kept_instead(t, earlier) is not None for t in tasks)
     return 2 if not graded and not kept else 1 if failed else 0
 
 
