@@ -26,7 +26,7 @@ import unicodedata
 import zipfile
 import zlib
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 
 CANVAS = re.compile(r"^(?P<name>[^/]+?)(?P<late>_(?:LATE|late))?_(?P<user>\d+)_(?P<submission>\d+)_(?P<original>.+)$")
@@ -300,5 +300,6 @@ def select(found: dict[str, Found], students: tuple[str, ...], assignments: tupl
     def keep(part: dict) -> dict:
         return {a: v for a, v in part.items() if a == "" or a in assignments}
 
-    return {s: Found(keep(e.files), keep(e.others), keep(e.problems), list(e.notes), e.lms_user_id,
-                     {a for a in e.late if a in assignments}) for s, e in chosen.items()}
+    # replace: every other field of the entry (the LMS's user id...) is kept as it is.
+    return {s: replace(e, files=keep(e.files), others=keep(e.others), problems=keep(e.problems),
+                       late={a for a in e.late if a in assignments}) for s, e in chosen.items()}
