@@ -1,5 +1,5 @@
-"""Command line: `python -m autograder release [ASSIGNMENT ...]`, `python -m autograder grade SUBMISSIONS --out DIR`
-and `python -m autograder export DIR --lms canvas|moodle ...`.
+"""Command line: `python -m autograder release [ASSIGNMENT ...]`, `python -m autograder grade SUBMISSIONS --out DIR`,
+`python -m autograder export DIR --lms canvas|moodle ...` and `python -m autograder feedback-zip DIR ...`.
 
 Exit status: 0 when everything handed in was graded, 1 when some submissions could not be (each with its
 reason in grades.csv), 2 for a usage error, an unreadable SUBMISSIONS or when nothing could be graded.
@@ -14,7 +14,7 @@ from dataclasses import replace
 from importlib import metadata
 from pathlib import Path
 
-from autograder import export
+from autograder import canvas_feedback, export, student_tree
 from autograder.limits import Limits
 from autograder.records import SOURCE, Options
 from autograder.release import release
@@ -132,18 +132,31 @@ def main(argv: list[str] | None = None) -> int:
     release_parser = commands.add_parser("release", help="regenerate exercises/ from solutions/ with nbgrader")
     release_parser.add_argument("assignments", nargs="*", metavar="ASSIGNMENT",
                                 help="the assignments to regenerate (default: every chapter)")
+    student_tree.add_arguments(release_parser)
     _grade_parser(commands)
     export.add_parser(commands)
+    canvas_feedback.add_parser(commands)
     args = parser.parse_args(argv)
     if args.command == "export":
         return export.run(args)
+    if args.command == "feedback-zip":
+        return canvas_feedback.run(args)
     if args.command == "release":
         unknown = [a for a in args.assignments if a not in slugs()]
         if unknown:
             print(f"error: {unknown[0]} is not an assignment of this course ({', '.join(slugs())})", file=sys.stderr)
             return USAGE_ERROR
+        if problem := student_tree.check(args):
+            print(f"error: {problem}", file=sys.stderr)
+            return USAGE_ERROR
         for folder in release(assignments=tuple(args.assignments) or None):
             print(f"released {folder}")
+        try:
+            if args.student_tree:
+                print(student_tree.run(args))
+        except student_tree.StudentTreeError as error:
+            print(f"error: {error}", file=sys.stderr)
+            return USAGE_ERROR
         return 0
     problem = _usage_problem(args)
     if problem:

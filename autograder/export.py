@@ -19,7 +19,7 @@ import tempfile
 from pathlib import Path
 
 from autograder import lms_canvas, lms_moodle
-from autograder.lms import Grades, Outcome, fill, read_grades
+from autograder.lms import Grades, Outcome, check_matched, fill, read_grades, rows_to_write
 from autograder.lms_table import ExportError, read_table, table_bytes
 
 IMPORT_STEPS = {"canvas": "In Canvas: Grades > Import, choose {out}, check the changes it lists, then Upload.",
@@ -43,12 +43,14 @@ def add_parser(commands: "argparse._SubParsersAction") -> None:
                              "(Similarity (1201) -> 1201); Moodle, the whole header "
                              "(\"Assignment: Similarity (Real)\"); repeat for each assignment")
     export.add_argument("--out", type=Path, required=True, metavar="IMPORT.csv", help="the file to import")
-    export.add_argument("--match", choices=["email", "idnumber"], default=None,
+    export.add_argument("--match", choices=["email", "idnumber", "name"], default=None,
                         help="Moodle only: identify users by email address (default) or ID number, equal to "
-                             "the student id")
+                             "the student id, or by full name (students graded from Moodle's own submissions "
+                             "zip, whose ids are the names Moodle gave its files)")
     export.add_argument("--max-grade", action="append", default=[], metavar="ASSIGNMENT=POINTS",
-                        help="Moodle only: the grade item's maximum grade, when it differs from the assignment's "
-                             "maximum score (Moodle's export does not carry it)")
+                        help="Moodle only: the grade item's maximum grade (Moodle's export does not carry it; "
+                             "without this option it is taken from the item's Percentage column when the "
+                             "export has one, else the export is refused)")
     export.add_argument("--late-penalty", type=float, default=0.0, metavar="FRACTION",
                         help="take this fraction off late submissions (default 0: leave it to the LMS's late policy)")
 
@@ -56,12 +58,12 @@ def add_parser(commands: "argparse._SubParsersAction") -> None:
 def run(args: argparse.Namespace) -> int:
     """The ``export`` command: exit status 0, or 2 after one line saying what was refused."""
     try:
-        outcome, data, columns = _export(args)
+        outcome, data, columns, warnings = _export(args)
         _write(args.out, data)
     except ExportError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    print(summary(args, outcome, columns))
+    print(summary(args, outcome, columns, warnings))
     return 0
 
 
@@ -79,7 +81,7 @@ def _pairs(values: list[str], option: str) -> list[tuple[str, str]]:
     return pairs
 
 
-def _export(args: argparse.Namespace) -> tuple[Outcome, bytes, list[str]]:
+def _export(args: argparse.Namespace) -> tuple[Outcome, bytes, list[str], list[str]]:
     if not 0.0 <= args.late_penalty < 1.0:
         raise ExportError(f"--late-penalty {args.late_penalty:g}: a fraction from 0 (none) to below 1 "
                           "(0.1 takes 10% off)")
@@ -108,9 +110,10 @@ def _export(args: argparse.Namespace) -> tuple[Outcome, bytes, list[str]]:
         match = args.match or "email"
         table = read_table(args.gradebook, ",;\t:", required=lms_moodle.MATCH_COLUMNS[match])
         found = lms_moodle.layout(table, mapping, grades, match, max_grades)
+    check_matched(found, grades, [assignment for assignment, _ in mapping], args.gradebook)
     outcome = fill(table, found, grades, args.late_penalty)
     columns = [f"{c.assignment} -> {c.header} (out of {c.points:g})" for c in found.columns]
-    return outcome, table_bytes(table, outcome.rows, found.keep), columns
+    return outcome, table_bytes(table, rows_to_write(found, outcome), found.keep), columns, list(found.warnings)
 
 
 def _check_graded(out: Path, grades: Grades, assignments: list[str]) -> None:
@@ -136,14 +139,17 @@ def _write(path: Path, data: bytes) -> None:
         raise ExportError(f"cannot write {path}: {error.strerror}") from None
 
 
-def summary(args: argparse.Namespace, outcome: Outcome, columns: list[str]) -> str:
+def summary(args: argparse.Namespace, outcome: Outcome, columns: list[str], warnings: list[str]) -> str:
     """What the import will do, for the instructor to check before importing."""
     lms = "Canvas" if args.lms == "canvas" else "Moodle"
-    lines = [f"wrote {args.out} for {lms}: " + "; ".join(columns),
-             f"cells changed: {len(outcome.changed)} (old -> new)"]
+    replaced = sum(c.replaces_a_grade for c in outcome.changed)
+    lines = [f"wrote {args.out} for {lms}: " + "; ".join(columns), *warnings]
+    if replaced:
+        lines.append(f"warning: {replaced} existing grade(s) will be replaced (listed below with old -> new)")
+    lines.append(f"cells changed: {len(outcome.changed)} (old -> new); the file holds only the rows that change")
     width = max((len(c.student) for c in outcome.changed), default=0)
     lines += [f"  {c.student:<{width}}  {c.column}: {c.old.strip() or '(empty)'} -> {c.new}" for c in outcome.changed]
-    lines.append(f"cells that already hold the grade: {outcome.unchanged}")
+    lines.append(f"cells that already hold the grade (rows left out of the file): {outcome.unchanged}")
     if outcome.excused:
         lines.append("excused, left as EX: " + ", ".join(f"{s} in {c}" for s, c in outcome.excused))
     if outcome.late:
@@ -157,5 +163,6 @@ def summary(args: argparse.Namespace, outcome: Outcome, columns: list[str]) -> s
     for column, students in outcome.no_submission.items():
         lines.append(f"in the export with no submission, cell kept ({column}): {len(students)}")
         lines += [f"  {student}" for student in students]
-    lines.append(IMPORT_STEPS[args.lms].format(out=args.out, column=lms_moodle.MATCH_COLUMNS[args.match or "email"]))
+    column = lms_moodle.MATCH_COLUMNS["idnumber" if args.match == "idnumber" else "email"]
+    lines.append(IMPORT_STEPS[args.lms].format(out=args.out, column=column))
     return "\n".join(lines)

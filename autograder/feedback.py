@@ -97,13 +97,16 @@ def cell_message(cell: nbformat.NotebookNode) -> str:
 
 
 def incidents(notebook: nbformat.NotebookNode, cell_timeout: int) -> list[str]:
-    """Notes on cells outside the tests that were stopped (timeouts, interrupts, memory errors), and on the kernel's
-    death anywhere."""
+    """Notes on cells outside the tests that were stopped (timeouts, interrupts, memory errors), on a test whose call of
+    the student's code ran past the time limit (it names the function), and on the kernel's death anywhere."""
     notes = []
     for cell in notebook.cells:
         meta = cell.metadata.get("nbgrader", {})
         notes += [output.evalue for output in cell.get("outputs", [])
                   if output.output_type == "error" and output.ename == "DeadKernelError"][:1]
+        notes += [f"test '{meta.get('grade_id', 'a test')}': {output.evalue.rpartition('grader: ')[2]}"
+                  for output in cell.get("outputs", []) if output.output_type == "error"
+                  and output.ename == "ChannelError" and "took too long to answer" in str(output.evalue)][:1]
         if cell.cell_type != "code" or meta.get("grade"):
             continue
         name = meta.get("grade_id", "a cell")

@@ -118,7 +118,7 @@ def _grade(options: Options, out: OutputFolder) -> int:
             templates = prepare_templates(options.source, out.cache, pool, _needed(found, options, earlier))
             isolation, warm = cluster.isolation(options.warm) if cluster else isolation_check.result()
             options = replace(options, warm=warm)
-        tasks = make_tasks(found, templates, options.grading_key)
+        tasks = make_tasks(found, templates, options.grading_key, scratch / "restored")
         where = cluster.describe() if cluster else f"with {options.jobs} jobs"
         print(f"grading {len(tasks)} submissions of {len(found)} students {where}\n{isolation}", file=sys.stderr)
         return _grade_tasks(options, tasks, templates, cluster or pool, scratch)

@@ -124,6 +124,7 @@ class Layout:
     columns: list[Column]
     students: list[StudentRow]
     decimal_comma: bool
+    warnings: tuple[str, ...] = ()  # what the instructor should check before importing
 
 
 @dataclass(frozen=True)
@@ -134,6 +135,12 @@ class Change:
     column: str
     old: str
     new: str
+    row: int  # index into Table.rows
+
+    @property
+    def replaces_a_grade(self) -> bool:
+        """Whether the cell held a grade (a number) that this change replaces."""
+        return parse_number(self.old) is not None
 
 
 @dataclass
@@ -177,9 +184,27 @@ def fill(table: Table, layout: Layout, grades: Grades, late_penalty: float) -> O
                     outcome.unchanged += 1
                 else:
                     row[column.index] = new
-                    outcome.changed.append(Change(student.label, column.header, old, new))
+                    outcome.changed.append(Change(student.label, column.header, old, new, student.row))
         for grade in grades.graded(column.assignment):
             if grade.student_id not in matched:
                 who = grade.student_id + (f" (Canvas user {grade.lms_user_id})" if grade.lms_user_id else "")
                 outcome.not_in_export.setdefault(who, []).append(column.assignment)
     return outcome
+
+
+def rows_to_write(layout: Layout, outcome: Outcome) -> list[list[str]]:
+    """The rows the import holds: every row that is no student's (Canvas's Points Possible) and the rows of the
+    students whose cells change. An unchanged row is left out, so that importing the file can never undo a grade
+    that someone changed in the LMS after the export."""
+    students = {s.row for s in layout.students}
+    changed = {c.row for c in outcome.changed}
+    return [row for index, row in enumerate(outcome.rows) if index not in students or index in changed]
+
+
+def check_matched(layout: Layout, grades: Grades, assignments: list[str], path: Path) -> None:
+    """`ExportError` when no row of the export matches a student graded in DIR (another course's export)."""
+    if any(s.student_id is not None for s in layout.students):
+        return
+    graded = sorted({g.student_id for a in assignments for g in grades.graded(a)})
+    raise ExportError(f"{path} matches none of the {len(graded)} students graded in DIR (for example "
+                      f"{graded[0] if graded else '-'}): is it this course's export?")

@@ -1,6 +1,7 @@
 """Canvas's gradebook export (Grades > Export) as Canvas's importer (Grades > Import) reads it.
 
-The header starts ``Student,ID``, then the optional ``SIS User ID``, ``SIS Login ID``, ``Integration ID``
+The header starts ``Student,ID`` (or ``LastName,FirstName,ID`` when the gradebook splits names), then
+the optional ``SIS User ID``, ``SIS Login ID``, ``Integration ID``
 and ``Root Account``, and ends its identity columns with ``Section``. Assignment columns are headed
 ``Title (12345)``; a header that matches no assignment makes Canvas create one, so no column is ever
 added. A row whose first cell holds "Points Possible" gives each column's maximum, or "(read only)" for
@@ -19,6 +20,8 @@ from collections import Counter
 from autograder.lms import Column, Grades, Layout, StudentRow, check_distinct
 from autograder.lms_table import ExportError, Table, parse_number, uses_decimal_comma
 
+NAME_COLUMNS = ("Student",)
+SPLIT_NAME_COLUMNS = ("LastName", "FirstName")
 IDENTITY = ("SIS User ID", "SIS Login ID", "Integration ID", "Root Account")
 ASSIGNMENT = re.compile(r"^(?P<title>.*)\s+\((?P<id>\d+)\)$")
 READ_ONLY = re.compile(r"read\s+only", re.IGNORECASE)
@@ -29,7 +32,8 @@ def layout(table: Table, mapping: list[tuple[str, str]], grades: Grades) -> Layo
     """The identity columns and the mapped ones; each row's student; raises `ExportError` for an export
     that is not Canvas's, a column that is not in it or that Canvas would not import."""
     header = [cell.strip() for cell in table.header]
-    section = _identity_end(table, header)
+    names = _name_columns(table, header)
+    section = _identity_end(table, header, names)
     points_rows = [row for row in table.rows if "Points Possible" in row[0]]
     if not points_rows:
         raise ExportError(f"{table.path} is not a Canvas gradebook export: it has no Points Possible row "
@@ -44,21 +48,21 @@ def layout(table: Table, mapping: list[tuple[str, str]], grades: Grades) -> Layo
     students: list[StudentRow] = []
     seen: dict[str, str] = {}
     for index, row in enumerate(table.rows):
-        canvas_id = row[1].strip()
+        canvas_id, name = row[names].strip(), ", ".join(cell.strip() for cell in row[:names] if cell.strip())
         if not canvas_id or "Points Possible" in row[0]:
             continue
         if not canvas_id.isdigit():
-            raise ExportError(f"{table.path}: '{row[0]}' has the ID '{canvas_id}', not a Canvas user id: "
+            raise ExportError(f"{table.path}: '{name}' has the ID '{canvas_id}', not a Canvas user id: "
                               "is this Canvas's gradebook export?")
         if canvas_id in seen:
             raise ExportError(f"{table.path}: the Canvas user id {canvas_id} is on two rows ({seen[canvas_id]}, "
-                              f"{row[0]})")
-        seen[canvas_id] = row[0]
+                              f"{name})")
+        seen[canvas_id] = name
         student = grades.by_lms_user_id.get(canvas_id)
         if student is None and login is not None and row[login].strip():
             value = row[login].strip()
             student = by_login.get(value) or by_login_folded.get(value.casefold())
-        students.append(StudentRow(index, f"{row[0]} ({canvas_id})", student))
+        students.append(StudentRow(index, f"{name} ({canvas_id})", student))
     twice = sorted(s for s, n in Counter(s.student_id for s in students if s.student_id).items() if n > 1)
     if twice:
         raise ExportError(f"{table.path}: the student {twice[0]} matches two rows (by Canvas user id and by "
@@ -68,13 +72,22 @@ def layout(table: Table, mapping: list[tuple[str, str]], grades: Grades) -> Layo
                   students=students, decimal_comma=uses_decimal_comma(cells))
 
 
-def _identity_end(table: Table, header: list[str]) -> int:
+def _name_columns(table: Table, header: list[str]) -> int:
+    """How many columns name the student before ID: 1 (Student) or 2 (LastName, FirstName)."""
+    for names in (NAME_COLUMNS, SPLIT_NAME_COLUMNS):
+        if len(header) > len(names) and all(n in h for n, h in zip(names, header)) and header[len(names)] == "ID":
+            return len(names)
+    raise ExportError(f"{table.path} is not a Canvas gradebook export: its header must start with Student, ID (or "
+                      "LastName, FirstName, ID) and end the identity columns with Section")
+
+
+def _identity_end(table: Table, header: list[str], names: int) -> int:
     """The index of the Section column that ends the identity columns."""
-    if len(header) < 3 or "Student" not in header[0] or "ID" not in header[1] or "Section" not in header:
+    if "Section" not in header:
         raise ExportError(f"{table.path} is not a Canvas gradebook export: its header must start with Student, ID "
                           "and end the identity columns with Section")
     section = header.index("Section")
-    others = [h for h in header[2:section] if h not in IDENTITY]
+    others = [h for h in header[names + 1:section] if h not in IDENTITY]
     if others:
         raise ExportError(f"{table.path} is not a Canvas gradebook export: between ID and Section Canvas expects "
                           f"only {', '.join(IDENTITY)}, not {', '.join(others)}")

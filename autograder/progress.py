@@ -21,9 +21,10 @@ class Progress:
         self.tty = sys.stderr.isatty()
 
     def update(self, task: Task, ok: bool) -> None:
+        """One task finished: ``ok`` when graded; a task with nothing handed in (``Task.missing``) is no failure."""
         self.left[task.student] -= 1
         self.finished += 1
-        if not ok:
+        if not ok and not task.missing:
             self.failed.add(task.student)
         if not self.enabled:
             return
@@ -37,5 +38,5 @@ class Progress:
         if self.tty:
             print(f"\r{line}", end="\n" if self.finished == self.submissions else "", file=sys.stderr, flush=True)
         else:
-            status = "ok" if ok else "FAILED"
+            status = "ok" if ok else "no submission" if task.missing else "FAILED"
             print(f"{line} ({task.student}/{task.assignment}: {status})", file=sys.stderr, flush=True)

@@ -85,6 +85,8 @@ class Session:
     def __init__(self, timeout: float) -> None:
         self.timeout = timeout
         self.deadline = float("inf")
+        self.cell_seconds = float("inf")
+        self.names: dict[int, str] = {}  # kernel object id -> the notebook's name for it, from the last lookup
         self.sock: socket.socket | None = None
         self.broken: str | None = "the notebook's kernel is not connected to the grader"
         self.handles: weakref.WeakValueDictionary[int, RemoteObject] = weakref.WeakValueDictionary()
@@ -137,10 +139,12 @@ class Session:
             self.request({"op": "release"}, ids)
         buffers: list[bytes] = []
         header = dict(header, payload=self.codec.encode(payload, buffers))
+        cell_bound = False
         try:
             send_frame(self.sock, Frame(header, buffers))
             while True:
-                left = min(self.timeout, self.deadline - time.monotonic())
+                cell_left = self.deadline - time.monotonic()
+                left, cell_bound = min(self.timeout, cell_left), cell_left < self.timeout
                 if left <= 0:
                     raise TimeoutError
                 self.sock.settimeout(left)
@@ -158,9 +162,22 @@ class Session:
                     raise as_exception(error)
                 return self.codec.decode(answer.get("ok"), frame.buffers), answer, frame.buffers
         except (OSError, ChannelError) as error:
-            reason = "the kernel took too long to answer" if isinstance(error, TimeoutError) else str(error)
+            reason = self._too_long(header, cell_bound) if isinstance(error, TimeoutError) else str(error)
             self.broken = f"the notebook's kernel stopped answering the grader: {reason}"
             raise ChannelError(self.broken) from None
+
+    def start_cell(self, seconds: float) -> None:
+        """A test cell starts: the student's code may take ``seconds`` in all until it ends."""
+        self.deadline, self.cell_seconds = time.monotonic() + seconds, seconds
+
+    def _too_long(self, header: dict, cell_bound: bool) -> str:
+        """What took too long, for the row's reason: the student's function (when the notebook named it) and the
+        limit it ran past."""
+        name = self.names.get(header.get("target")) if header.get("op") == "call" else None
+        method = header.get("method")
+        what = f"{name}{'.' + method if isinstance(method, str) else ''}()" if name else "the kernel"
+        limit = f"the {self.cell_seconds:g} s a test cell may take" if cell_bound else f"{self.timeout:g} s"
+        return f"{what} took too long to answer: no result within {limit} (--cell-timeout); an endless loop?"
 
     def _callback(self, request: dict, buffers: list[bytes]) -> Frame:
         """Run a call of the student's code into an object of the test; its answer as a frame."""
@@ -206,6 +223,8 @@ class Session:
         values, _, _ = self.request({"op": "lookup"}, names)
         if type(values) is not list or len(values) != len(names):
             raise ChannelError("the kernel answered a lookup with the wrong number of values")
+        self.names = {object.__getattribute__(v, "_ref").id: name for name, v in zip(names, values)
+                      if type(v) is RemoteObject}
         return dict(zip(names, values))
 
     def simple(self, op: str, target: int, payload: Any = None) -> Any:

@@ -1,13 +1,16 @@
 """Find the submissions to grade: a folder `SUBMISSIONS/<student_id>/<assignment>/<notebook>.ipynb`,
-a plain zip of that layout, or a zip of submissions downloaded from Canvas.
+a plain zip of that layout, a zip of submissions downloaded from Canvas, or Moodle's *Download all
+submissions* zip (`autograder.moodle_zip`).
 
-Canvas names each file `<name>[_LATE]_<user id>_<submission id>_<original filename>`, where `<name>`
+Canvas names each file `<name>[_LATE]_<user id>_<attachment id>_<original filename>`, where `<name>`
 is the student's sortable name in lower case with every character but letters, digits and `_` removed
 (so it may hold underscores and non-ASCII letters), and a resubmitted file's original name may carry a
 `-1`, `-2`... suffix; the original filename says which notebook (and so which assignment) it is. The
 student id is the one the output folder already uses for that Canvas user id (``known``), else Canvas's
 `<name>`, or `<name>_<user id>` when two Canvas users share a name in the zip or another user already holds
-`<name>` in the folder: a student keeps one id for the whole term, whoever else is in each zip.
+`<name>` in the folder: a student keeps one id for the whole term, whoever else is in each zip. Anonymous
+grading, link and text entries and renamed notebooks are read as `autograder.canvas_names` says; a zip a
+student handed in is opened one level deep (`_inner_zip`).
 
 Every student found keeps an entry, graded or not: ids are normalised to Unicode NFC; an id that is
 not valid, two entries of the input that name the same id, a member of the zip that cannot be read
@@ -21,127 +24,49 @@ own and counted against a total staging budget.
 
 from __future__ import annotations
 
+import io
 import re
-import unicodedata
 import zipfile
-import zlib
 from collections import defaultdict
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path, PurePosixPath
 
-CANVAS = re.compile(r"^(?P<name>[^/]+?)(?P<late>_(?:LATE|late))?_(?P<user>\d+)_(?P<submission>\d+)_(?P<original>.+)$")
+from autograder import canvas_names, moodle_zip
+from autograder.canvas_names import CanvasName
+
+# re-exported: the grader and the tests take them from here
+from autograder.staging import (  # noqa: F401
+    ID_RULE, MAX_NOTEBOOK_BYTES, STAGING_BYTES, Found, Stager, add, mib, normal_id, valid_student_id, zip_members)
+
 RESUBMITTED = re.compile(r"^(?P<stem>.+?)(?:-\d+)?$")
-# \w: Unicode letters, digits and _; single spaces and apostrophes inside ("ana maria", "o'brien").
-STUDENT_ID = re.compile(r"(?:[^\W_]|[@+])(?:[\w.@+'\u2019-]| (?=[^ ]))*")
-ID_RULE = "letters, digits, . _ - @ + ' and single spaces; not starting with . _ - or a space"
-MAX_NOTEBOOK_BYTES = 50 * 2**20
-STAGING_BYTES = 2 * 2**30
-# What a damaged member raises while it is read: a bad CRC, a truncated stream, an unknown method, a password.
-MEMBER_ERRORS = (zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplementedError, RuntimeError, ValueError)
+INNER_MEMBERS = 1000  # a zip inside a Canvas zip with more files than this is not opened
 
 
 class SubmissionsUnreadable(RuntimeError):
     """SUBMISSIONS as a whole cannot be read (missing, not a zip, truncated): the message says which and why."""
 
-
-@dataclass
-class Found:
-    """What was found for one student.
-
-    ``files``: assignment -> notebook files (an empty list: a folder without notebooks; assignment "" holds
-    notebooks whose name matches no assignment); ``others``: assignment -> names of the other files handed
-    in; ``problems``: assignment ("" for all of them) -> why it cannot be graded; ``notes``: what the
-    reason of every row of this student says though it is graded; from a Canvas zip also ``lms_user_id``, the
-    student's Canvas user id, and ``late``, the assignments whose counted submission Canvas marked late.
-    """
-
-    files: dict[str, list[Path]] = field(default_factory=dict)
-    others: dict[str, list[str]] = field(default_factory=dict)
-    problems: dict[str, list[str]] = field(default_factory=dict)
-    notes: list[str] = field(default_factory=list)
-    lms_user_id: str = ""
-    late: set[str] = field(default_factory=set)
-
-    def problem(self, assignment: str, text: str) -> None:
-        self.problems.setdefault(assignment, []).append(text)
-
-
-def normal_id(name: str) -> str:
-    """The student id a name stands for: Unicode NFC (macOS writes decomposed names)."""
-    return unicodedata.normalize("NFC", name)
-
-
-def valid_student_id(student_id: str) -> bool:
-    """Letters (any script), digits, '.', '_', '-', '@', '+', apostrophes and single inner spaces; not starting
-    with '.', '_', '-' or a space."""
-    return bool(STUDENT_ID.fullmatch(student_id))  # fullmatch: "$" would accept a trailing newline
-
-
-def _mib(size: int) -> str:
-    return f"{size / 2**20:.0f} MiB" if size >= 2**20 else f"{size} bytes"
-
-
-class _Stager:
-    """Copies zip members into the staging folder one at a time, within a per-notebook and a total budget."""
-
-    def __init__(self, archive: zipfile.ZipFile, budget: int):
-        self.archive, self.budget, self.used = archive, budget, 0
-
-    def stage(self, member: zipfile.ZipInfo, target: Path) -> Path | str:
-        """Copy ``member`` to ``target``; the path, or why not (naming the member as the student named it)."""
-        name = PurePosixPath(member.filename.replace("\\", "/")).name
-        if member.file_size > MAX_NOTEBOOK_BYTES:
-            return (f"too large: {name} is {_mib(member.file_size)} unpacked; a notebook may have at most "
-                    f"{_mib(MAX_NOTEBOOK_BYTES)}")
-        if self.used + member.file_size > self.budget:
-            return (f"too large: {name} ({_mib(member.file_size)} unpacked) would pass the {_mib(self.budget)} "
-                    "that a run may unpack in all (--max-unpacked)")
-        try:
-            data = self.archive.read(member)  # the CRC and the declared size are checked while it is read
-        except MEMBER_ERRORS as error:
-            return f"{name} could not be read from the zip ({type(error).__name__}: {error})"
-        self.used += len(data)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data)
-        return target
-
-
-def _members(archive: zipfile.ZipFile) -> list[zipfile.ZipInfo]:
-    return [m for m in archive.infolist() if not m.is_dir() and not PurePosixPath(m.filename).name.startswith(".")
-            and "__MACOSX" not in m.filename]
-
-
-def _add(found: dict[str, Found], student: str, assignment: str, staged: Path | str) -> None:
-    entry = found.setdefault(student, Found())
-    if isinstance(staged, str):
-        entry.problem(assignment, staged)
-    else:
-        entry.files.setdefault(assignment, []).append(staged)
-
-
 def _canvas(archive: zipfile.ZipFile, notebooks: dict[str, str], staging: Path, budget: int,
             known: dict[str, str]) -> dict[str, Found]:
-    """Canvas's flat layout; ``notebooks`` maps a notebook filename to its assignment, ``known`` a Canvas user
-    id to the id the output folder uses for it."""
+    """Canvas's flat layout (`autograder.canvas_names`); ``notebooks`` maps a notebook filename to its assignment,
+    ``known`` a Canvas user id to the id the output folder uses for it."""
     latest: dict[tuple[str, str, str], tuple[int, zipfile.ZipInfo, str, bool]] = {}
     users_by_name: dict[str, set[str]] = defaultdict(set)
-    other: dict[tuple[str, str], list[zipfile.ZipInfo]] = defaultdict(list)
-    for member in _members(archive):
-        match = CANVAS.match(PurePosixPath(member.filename).name)
-        if not match:
+    other: dict[tuple[str, str], list[tuple[zipfile.ZipInfo, CanvasName]]] = defaultdict(list)
+    for member in zip_members(archive):
+        parsed = canvas_names.parse(PurePosixPath(member.filename).name)
+        if parsed is None:
             continue
-        name, user = normal_id(match["name"]), match["user"]
+        name, user = normal_id(parsed.name), parsed.user
         users_by_name[name].add(user)
-        original = PurePosixPath(match["original"])
-        filename = RESUBMITTED.match(original.stem)["stem"] + original.suffix
-        if filename not in notebooks:
-            other[(name, user)].append(member)
+        named = _notebook_name(parsed.original, notebooks) if parsed.kind == "file" else None
+        if named is None:
+            other[(name, user)].append((member, parsed))
             continue
-        key = (name, user, filename)
-        if key not in latest or int(match["submission"]) > latest[key][0]:
-            latest[key] = (int(match["submission"]), member, filename, bool(match["late"]))
+        key = (name, user, named[0])
+        if key not in latest or int(parsed.attachment) > latest[key][0]:
+            latest[key] = (int(parsed.attachment), member, named[1], parsed.late)
     found: dict[str, Found] = {}
-    stager = _Stager(archive, budget)
+    stager = Stager(archive, budget)
 
     taken = set(known.values())
 
@@ -150,35 +75,87 @@ def _canvas(archive: zipfile.ZipFile, notebooks: dict[str, str], staging: Path, 
             return known[user]
         return name if len(users_by_name[name]) == 1 and name not in taken else f"{name}_{user}"
 
-    for (name, user, _), (_, member, filename, late) in sorted(latest.items()):
+    for (name, user, filename), (_, member, staged_name, late) in sorted(latest.items()):
         student, assignment = student_id(name, user), notebooks[filename]
         entry = found.setdefault(student, Found(lms_user_id=user))
         if late:
             entry.late.add(assignment)
         if valid_student_id(student):
-            _add(found, student, assignment, stager.stage(member, staging / student / assignment / filename))
-    for (name, user), members in sorted(other.items()):
+            add(found, student, assignment, stager.stage(member, staging / student / assignment / staged_name))
+    for (name, user), handed_in in sorted(other.items()):
         student = student_id(name, user)
         entry = found.setdefault(student, Found(lms_user_id=user))
-        for member in members:
-            original = CANVAS.match(PurePosixPath(member.filename).name)["original"]
-            if not original.endswith(".ipynb"):
-                entry.others.setdefault("", []).append(original)
+        for member, parsed in handed_in:
+            if parsed.kind != "file":
+                entry.others.setdefault("", []).append(
+                    canvas_names.entry_description(parsed.kind, stager.head(member, canvas_names.ENTRY_BYTES)))
+            elif parsed.original.lower().endswith(".zip") and valid_student_id(student):
+                _inner_zip(found, student, parsed, stager.read(member), notebooks, staging, stager)
+            elif not parsed.original.endswith(".ipynb"):
+                entry.others.setdefault("", []).append(parsed.original)
             elif valid_student_id(student):
                 # A notebook whose name matches no assignment: kept aside, reported as misnamed.
                 path = staging / ".unmatched" / student / PurePosixPath(member.filename).name
-                _add(found, student, "", stager.stage(member, path))
+                add(found, student, "", stager.stage(member, path))
     return found
+
+
+def _notebook_name(original: str, notebooks: dict[str, str]) -> tuple[str, str] | None:
+    """(the notebook a handed-in file name stands for, the name to stage it under), or None: Canvas's own
+    resubmission suffix is dropped; a name a browser or Colab changed is kept, so the row notes it."""
+    path = PurePosixPath(original)
+    resubmitted = RESUBMITTED.match(path.stem)["stem"] + path.suffix
+    if resubmitted in notebooks:
+        return resubmitted, resubmitted
+    expected = canvas_names.expected_name(original, set(notebooks))
+    return (expected, original) if expected else None
+
+
+def _inner_zip(found: dict[str, Found], student: str, parsed: CanvasName, data: bytes | str,
+               notebooks: dict[str, str], staging: Path, stager: Stager) -> None:
+    """The notebooks of a zip a student handed in, one level deep, each staged by its base name only (never
+    the zip's paths), within `INNER_MEMBERS` and the run's staging budget, late when the zip was; the rest is
+    noted."""
+    entry, zip_name = found[student], parsed.original
+    try:
+        if isinstance(data, str):
+            raise ValueError(data)
+        inner = zipfile.ZipFile(io.BytesIO(data))
+    except (zipfile.BadZipFile, ValueError, EOFError) as error:
+        entry.others.setdefault("", []).append(f"{zip_name} (not opened: {error})")
+        return
+    with inner:
+        listed = [m for m in zip_members(inner) if ".ipynb_checkpoints" not in m.filename]
+        if len(listed) > INNER_MEMBERS:
+            entry.others.setdefault("", []).append(f"{zip_name} (not opened: {len(listed)} files, more than "
+                                                   f"{INNER_MEMBERS})")
+            return
+        inner_stager = Stager(inner, stager.budget - stager.used)
+        graded = []
+        for member in listed:
+            base = PurePosixPath(member.filename.replace("\\", "/")).name
+            named = _notebook_name(base, notebooks)
+            target = staging / student / notebooks[named[0]] / named[1] if named else None
+            if target is not None and not target.exists():
+                add(found, student, notebooks[named[0]], inner_stager.stage(member, target))
+                graded.append(base)
+                if parsed.late:
+                    entry.late.add(notebooks[named[0]])
+        stager.used += inner_stager.used
+    if graded:
+        entry.notes.append(f"graded {', '.join(graded)} from the zip {zip_name}")
+    else:
+        entry.others.setdefault("", []).append(f"{zip_name} (a zip holding no notebook of this course)")
 
 
 def _folder_zip(archive: zipfile.ZipFile, staging: Path, budget: int) -> tuple[dict[str, Found], list[str]]:
     """A zip of SUBMISSIONS/<student_id>/<assignment>/<notebook>.ipynb, perhaps inside one top folder."""
     found: dict[str, Found] = {}
     skipped: list[str] = []
-    stager = _Stager(archive, budget)
+    stager = Stager(archive, budget)
     origin: dict[tuple[str, str], str] = {}
     # Some Windows tools write '\' between folders; a '..' that this makes a part is no student.
-    members = [(m, PurePosixPath(m.filename.replace("\\", "/")).parts) for m in _members(archive)]
+    members = [(m, PurePosixPath(m.filename.replace("\\", "/")).parts) for m in zip_members(archive)]
     prefixes = {parts[:-3] for m, parts in members if len(parts) >= 3 and parts[-1].endswith(".ipynb")}
     for member, parts in members:
         if len(parts) < 3 or parts[:-3] not in prefixes:
@@ -201,7 +178,7 @@ def _folder_zip(archive: zipfile.ZipFile, staging: Path, budget: int) -> tuple[d
             skipped.append(f"'{student}' appears twice in the zip ({first}/ and {where}/): not graded")
             continue
         if valid_student_id(student) and valid_student_id(assignment):
-            _add(found, student, assignment, stager.stage(member, staging / student / assignment / filename))
+            add(found, student, assignment, stager.stage(member, staging / student / assignment / filename))
     return found, skipped
 
 
@@ -236,22 +213,24 @@ def _read_student(student: Path, entry: Found) -> None:
         entry.others[name] = [p.name for p in files if p.suffix != ".ipynb"]
         for path in entry.files[name]:
             if path.stat().st_size > MAX_NOTEBOOK_BYTES:
-                entry.problem(name, f"too large: {path.name} is {_mib(path.stat().st_size)}; a notebook may "
-                                    f"have at most {_mib(MAX_NOTEBOOK_BYTES)}")
+                entry.problem(name, f"too large: {path.name} is {mib(path.stat().st_size)}; a notebook may "
+                                    f"have at most {mib(MAX_NOTEBOOK_BYTES)}")
 
 
 def from_zip(path: Path, notebooks: dict[str, str], staging: Path, budget: int = STAGING_BYTES,
              known: dict[str, str] | None = None) -> tuple[dict[str, Found], list[str]]:
-    """Read a Canvas zip or a zip of the folder layout; ``notebooks`` maps notebook filename -> assignment,
-    ``known`` a Canvas user id to the student id the output folder already uses for it.
+    """Read a Moodle zip, a Canvas zip or a zip of the folder layout; ``notebooks`` maps notebook filename ->
+    assignment, ``known`` a Canvas user id to the student id the output folder already uses for it.
     `SubmissionsUnreadable` when the zip's directory cannot be read (not a zip, truncated)."""
     try:
         archive = zipfile.ZipFile(path)
     except (zipfile.BadZipFile, OSError, EOFError, ValueError) as error:
         raise SubmissionsUnreadable(f"cannot read {path} as a zip ({error}): is it complete?") from error
     with archive:
-        names = [PurePosixPath(m.filename) for m in _members(archive)]
-        if any(len(n.parts) == 1 and CANVAS.match(n.name) for n in names):
+        names = [PurePosixPath(m.filename) for m in zip_members(archive)]
+        if moodle_zip.is_moodle(names):
+            return moodle_zip.from_moodle(archive, notebooks, staging, budget)
+        if any(len(n.parts) == 1 and canvas_names.parse(n.name) for n in names):
             return _canvas(archive, notebooks, staging, budget, known or {}), []
         return _folder_zip(archive, staging, budget)
 

@@ -14,7 +14,6 @@ import contextlib
 import io
 import linecache
 import sys
-import time
 import traceback
 import warnings
 from dataclasses import dataclass, field
@@ -84,7 +83,7 @@ class TrustedCells:
         try:
             if session is None:
                 raise ChannelError("the notebook's kernel could not be reached")
-            session.deadline = time.monotonic() + self.cell_seconds
+            session.start_cell(self.cell_seconds)
             values = session.lookup(list(self.names))
         except ChannelError as error:
             return CellRun(error=CellError("ChannelError", str(error), (f"ChannelError: {error}",)))

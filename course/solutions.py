@@ -17,6 +17,10 @@ from course.notebooks import code_cells
 def load_solution(slug: str) -> SimpleNamespace:
     """Execute a chapter's setup and solution cells (never its tests); returns the names they define."""
     path = chapter(slug).solution
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} is not in this copy of the course: a student-only tree (`python -m "
+                                "autograder release --student-tree`) holds no reference solutions; read this page on "
+                                "the course's site")
     namespace: dict = {"__name__": f"solutions_{slug}"}
     for meta, source in code_cells(path):
         if not meta.get("grade"):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -52,15 +53,12 @@ CANVAS = BOM + "\n".join([
     '"Noether, Emmy",1005,S1005,emmy.noether,Section 01,,18,15.00,5.00,96.00,96.00,96.00,96.00,A',
     '"Student, Test",1099,,,Section 01,,,,,,,,,',
 ]) + "\n"
+# Only the rows whose cells change: re-sending an unchanged cell could undo a TA's edit made after the export.
 CANVAS_IMPORT = BOM + "\n".join([
     "Student,ID,SIS User ID,SIS Login ID,Section,Similarity (1201)",
     "    Points Possible,,,,,20.00",
     '"Lovelace, Ada",1001,S1001,ada.lovelace,Section 01,16.00',
     '"Hopper, Grace",1002,S1002,grace.hopper,Section 02,20.00',
-    '"Curie, Marie",1003,S1003,marie.curie,Section 01,EX',
-    '"Turing, Alan",1004,S1004,alan.turing,Section 02,7.00',
-    '"Noether, Emmy",1005,S1005,emmy.noether,Section 01,18',
-    '"Student, Test",1099,,,Section 01,',
 ]) + "\n"
 
 # Moodle's export (Grades > Export > Plain text file, Real display type, comma separator), quoted as PHP's
@@ -135,14 +133,15 @@ def test_canvas_import_file(tmp_path: Path) -> None:
     written = (tmp_path / "import.csv").read_bytes()
     assert written.decode("utf-8") == CANVAS_IMPORT, (
         "identity columns, Points Possible row, BOM and delimiter kept; only the mapped column; scores scaled to "
-        "20 points; EX and a student with no submission untouched; 18 = 9/10 of 20 at 2 decimals keeps its text")
+        "20 points; only the rows that change: EX, no submission and 18 = 9/10 of 20 at 2 decimals are left out")
     header = read_table(tmp_path / "import.csv", ",", "Section").header
     assert set(header) <= set(CANVAS_HEADER.split(",")), "never a column the export did not have"
     out = done.stdout
-    assert "cells changed: 2 (old -> new)" in out
+    assert "cells changed: 2 (old -> new); the file holds only the rows that change" in out
+    assert "warning: 1 existing grade(s) will be replaced" in out, "Ada's 12.00 is overwritten, Grace's empty cell is not"
     assert "Lovelace, Ada (1001)  Similarity (1201): 12.00 -> 16.00" in out
     assert "Hopper, Grace (1002)  Similarity (1201): (empty) -> 20.00" in out
-    assert "cells that already hold the grade: 1" in out
+    assert "cells that already hold the grade (rows left out of the file): 1" in out
     assert "excused, left as EX: Curie, Marie (1003) in Similarity (1201)" in out
     assert "late (no penalty here: left to Canvas's late policy): Hopper, Grace (1002) in Similarity (1201)" in out
     assert "graded but not in the export: 1\n  rikerwill (Canvas user 1702): 01_similarity" in out
@@ -158,12 +157,14 @@ def test_canvas_export_is_idempotent(tmp_path: Path) -> None:
     assert first.returncode == second.returncode == 0, first.stderr + second.stderr
     assert (tmp_path / "first.csv").read_bytes() == (tmp_path / "second.csv").read_bytes()
     assert first.stdout.replace("first.csv", "") == second.stdout.replace("second.csv", "")
-    # After the import, Canvas's next export holds the grades: exporting again changes nothing and gives the same file.
-    again = export(graded, "--lms", "canvas", "--gradebook", tmp_path / "first.csv", "--map", "01_similarity=1201",
-                   "--out", tmp_path / "third.csv")
+    # After the import, Canvas's next export holds the grades: exporting again changes nothing and sends no row.
+    imported = CANVAS.replace("Section 01,,12.00", "Section 01,,16.00").replace('extension",,', 'extension",20.00,')
+    again = export(graded, "--lms", "canvas", "--gradebook", _write(tmp_path / "next.csv", imported),
+                   "--map", "01_similarity=1201", "--out", tmp_path / "third.csv")
     assert again.returncode == 0, again.stderr
-    assert "cells changed: 0" in again.stdout
-    assert (tmp_path / "third.csv").read_bytes() == (tmp_path / "first.csv").read_bytes()
+    assert "cells changed: 0" in again.stdout and "warning" not in again.stdout
+    assert (tmp_path / "third.csv").read_text().splitlines()[1:] == ["    Points Possible,,,,,20.00"], (
+        "an export that already holds every grade gives a file with no student row")
 
 
 def test_canvas_semicolons_decimal_commas_and_crlf_are_kept(tmp_path: Path) -> None:
@@ -178,8 +179,7 @@ def test_canvas_semicolons_decimal_commas_and_crlf_are_kept(tmp_path: Path) -> N
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "import.csv").read_bytes() == (
         BOM + "Student;ID;SIS Login ID;Section;Similarity (1201)\r\nPoints Possible;;;;20,00\r\n"
-        "Lovelace, Ada;1001;ada.lovelace;Section 01;16,00\r\nCurie, Marie;1003;marie.curie;Section 01;EX\r\n"
-        "Noether, Emmy;1005;emmy.noether;Section 02;18\r\n").encode("utf-8")
+        "Lovelace, Ada;1001;ada.lovelace;Section 01;16,00\r\n").encode("utf-8")
 
 
 def test_two_assignments_into_their_own_columns(tmp_path: Path) -> None:
@@ -211,7 +211,7 @@ def test_canvas_students_graded_from_a_folder_match_by_sis_login_id(tmp_path: Pa
     assert done.returncode == 0, done.stderr
     cells = {row[0]: row[5] for row in read_table(tmp_path / "import.csv", ",", "Section").rows}
     assert cells["Lovelace, Ada"] == "15.00" and cells["Hopper, Grace"] == "4.00", "login ids compare without case"
-    assert cells["Noether, Emmy"] == "18", "a submission that could not be graded never overwrites the LMS's grade"
+    assert "Noether, Emmy" not in cells, "a submission that could not be graded never overwrites the LMS's grade"
     assert "not graded in DIR, cell kept: Noether, Emmy (1005) in Similarity (1201) (not graded: the kernel died)" \
         in done.stdout
 
@@ -308,10 +308,9 @@ def test_moodle_import_file(tmp_path: Path) -> None:
         '"First name","Last name","ID number",Institution,Department,"Email address","Assignment: Similarity (Real)",'
         '"Last downloaded from this course"',
         "Ada,Lovelace,S1001,Analytical,Maths,Ada.Lovelace@uni.example,8.00,1764590000",
-        'Grace,Hopper,S1002,"US Navy",CS,grace.hopper@uni.example,9.50,1764590000',
-        "Alan,Turing,S1004,Bletchley,Maths,alan.turing@uni.example,7.00,1764590000"]) + "\n", (
-        "user fields and the export timestamp kept; only the mapped item; emails match without case; "
-        "no submission keeps Moodle's grade")
+        'Grace,Hopper,S1002,"US Navy",CS,grace.hopper@uni.example,9.50,1764590000']) + "\n", (
+        "user fields and the export timestamp kept; only the mapped item; emails match without case; the maximum "
+        "(10) from the item's Percentage column; no submission keeps Moodle's grade (its row is left out)")
     assert "Ada Lovelace (Ada.Lovelace@uni.example)  Assignment: Similarity (Real): 6.00 -> 8.00" in done.stdout
     assert "Grace Hopper (grace.hopper@uni.example)  Assignment: Similarity (Real): - -> 9.50" in done.stdout
     assert "graded but not in the export: 1\n  will.riker@uni.example: 01_similarity" in done.stdout
@@ -331,8 +330,9 @@ def test_moodle_by_id_number_with_the_items_maximum_and_semicolons(tmp_path: Pat
     assert done.returncode == 0, done.stderr
     rows = (tmp_path / "import.csv").read_text().splitlines()
     assert rows[1].split(";")[6] == "80,00", "scaled to the item's maximum of 100, with Moodle's decimal comma"
-    assert rows[3].split(";")[6] == "16,67", "a late submission loses half"
-    assert rows[2].split(";")[6] == "-", "no grade stays no grade"
+    assert rows[2].split(";")[6] == "16,67", "a late submission loses half"
+    assert len(rows) == 3, "Grace (no grade in DIR) keeps Moodle's '-': her row is left out"
+    assert "above the maximum" not in done.stdout
 
 
 MOODLE_REFUSALS = {
@@ -367,7 +367,8 @@ def test_an_all_quoted_export_stays_all_quoted(tmp_path: Path) -> None:
     quoted = "\n".join(",".join(f'"{cell}"' for cell in line.split(",")) for line in [
         "First name,Last name,Email address,Assignment: Similarity (Real)", "Ada,Lovelace,ada.lovelace@uni.example,-"])
     done = export(_moodle_dir(tmp_path), "--lms", "moodle", "--gradebook", _write(tmp_path / "e.csv", quoted + "\n"),
-                  "--map", "01_similarity=Assignment: Similarity (Real)", "--out", tmp_path / "import.csv")
+                  "--map", "01_similarity=Assignment: Similarity (Real)", "--max-grade", "01_similarity=10",
+                  "--out", tmp_path / "import.csv")
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "import.csv").read_text() == quoted.replace('"-"', '"8.00"') + "\n"
 
@@ -377,3 +378,138 @@ def test_a_title_with_commas_does_not_fool_the_delimiter_guess(tmp_path: Path) -
             "Points Possible;;;;10;10\nLovelace, Ada;1001;ada.lovelace;Section 01;;\n")
     table = read_table(_write(tmp_path / "export.csv", text), ",;", "Section")
     assert table.delimiter == ";" and table.header[4] == "Essay, draft, v2, late (1301)"
+
+
+# ---------------------------------------------------------------- what an import may overwrite (issue 33, 15-16)
+
+# Moodle's export of an item graded out of 100, without its Percentage column: nothing says the maximum.
+MOODLE_OUT_OF_100 = "\n".join([
+    '"First name","Last name","Email address","Assignment: Similarity (Real)","Last downloaded from this course"',
+    "Ada,Lovelace,ada.lovelace@uni.example,85.00,1764590000",
+    "Grace,Hopper,grace.hopper@uni.example,-,1764590000"]) + "\n"
+
+
+def test_moodle_without_a_maximum_is_refused(tmp_path: Path) -> None:
+    """Before: 8/10 was written as 8.00 over Ada's 85.00 of 100, with no warning."""
+    graded = _moodle_dir(tmp_path)
+    done = export(graded, "--lms", "moodle", "--gradebook", _write(tmp_path / "e.csv", MOODLE_OUT_OF_100),
+                  "--map", "01_similarity=Assignment: Similarity (Real)", "--out", tmp_path / "import.csv")
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stdout + done.stderr
+    assert "does not say the grade item's maximum grade; give it with --max-grade 01_similarity=POINTS" in done.stderr
+    assert not (tmp_path / "import.csv").exists()
+    given = export(graded, "--lms", "moodle", "--gradebook", tmp_path / "e.csv", "--max-grade",
+                   "01_similarity=100", "--map", "01_similarity=Assignment: Similarity (Real)", "--out",
+                   tmp_path / "import.csv")
+    assert given.returncode == 0, given.stderr
+    assert (tmp_path / "import.csv").read_text().splitlines()[1:] == [
+        "Ada,Lovelace,ada.lovelace@uni.example,80.00,1764590000",
+        "Grace,Hopper,grace.hopper@uni.example,95.00,1764590000"]
+
+
+def test_moodle_warns_of_a_grade_above_the_maximum_assumed(tmp_path: Path) -> None:
+    gradebook = _write(tmp_path / "e.csv", MOODLE_OUT_OF_100)
+    done = export(_moodle_dir(tmp_path), "--lms", "moodle", "--gradebook", gradebook,
+                  "--max-grade", "01_similarity=10", "--map", "01_similarity=Assignment: Similarity (Real)",
+                  "--out", tmp_path / "import.csv")
+    assert done.returncode == 0, done.stderr
+    assert ("warning: 'Assignment: Similarity (Real)' already holds 1 grade(s) above the maximum assumed, 10 "
+            "(highest 85): check --max-grade 01_similarity=POINTS before importing") in done.stdout
+    assert "warning: 1 existing grade(s) will be replaced" in done.stdout
+
+
+def test_moodle_maximum_from_an_inconsistent_percentage_column_is_refused(tmp_path: Path) -> None:
+    text = MOODLE.replace('"60.00 %"', '"30.00 %"')  # 6.00 is 30 % of 20, 7.00 is 70 % of 10: no one maximum
+    done = export(_moodle_dir(tmp_path), "--lms", "moodle", "--gradebook", _write(tmp_path / "e.csv", text),
+                  "--map", "01_similarity=Assignment: Similarity (Real)", "--out", tmp_path / "import.csv")
+    assert done.returncode == 2 and "--max-grade 01_similarity=POINTS" in done.stderr, done.stderr
+
+
+def test_an_export_that_matches_no_graded_student_is_refused(tmp_path: Path) -> None:
+    """Before: another course's export gave an import file that changed nothing, and exit status 0."""
+    other = CANVAS.replace(",100", ",200")  # the same layout, other Canvas users, no SIS Login ID we graded
+    other = "\n".join(line.replace("ada.lovelace", "x1").replace("grace.hopper", "x2").replace("marie.curie", "x3")
+                      .replace("alan.turing", "x4").replace("emmy.noether", "x5") for line in other.split("\n"))
+    done = export(_graded(tmp_path), "--lms", "canvas", "--gradebook", _write(tmp_path / "export.csv", other),
+                  "--map", "01_similarity=1201", "--out", tmp_path / "import.csv")
+    assert done.returncode == 2, done.stdout
+    assert "matches none of the 5 students graded in DIR (for example curiemarie): is it this course's export?" \
+        in done.stderr, done.stderr
+    assert not (tmp_path / "import.csv").exists()
+
+
+def test_only_the_rows_that_change_are_written(tmp_path: Path) -> None:
+    """A TA changed Emmy's grade in Canvas after the export: the import must not send her exported cell back."""
+    graded = _graded(tmp_path, scores={**SCORES, "noetheremmy": 9.0})
+    done = export(graded, "--lms", "canvas", "--gradebook", _write(tmp_path / "export.csv", CANVAS),
+                  "--map", "01_similarity=1201", "--out", tmp_path / "import.csv")
+    assert done.returncode == 0, done.stderr
+    written = [row[0] for row in read_table(tmp_path / "import.csv", ",", "Section").rows]
+    assert written == ["    Points Possible", "Lovelace, Ada", "Hopper, Grace"]
+
+
+def test_canvas_export_with_split_names(tmp_path: Path) -> None:
+    """Canvas's "Split student names" setting exports LastName and FirstName columns; before, refused."""
+    split = CANVAS.replace("Student,ID,", "LastName,FirstName,ID,").replace("    Points Possible,",
+                                                                         "    Points Possible,,")
+    for last, first in [("Lovelace", "Ada"), ("Hopper", "Grace"), ("Curie", "Marie"), ("Turing", "Alan"),
+                        ("Noether", "Emmy"), ("Student", "Test")]:
+        split = split.replace(f'"{last}, {first}"', f"{last},{first}")
+    done = export(_graded(tmp_path), "--lms", "canvas", "--gradebook", _write(tmp_path / "export.csv", split),
+                  "--map", "01_similarity=1201", "--out", tmp_path / "import.csv")
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "import.csv").read_text(encoding="utf-8-sig").splitlines() == [
+        "LastName,FirstName,ID,SIS User ID,SIS Login ID,Section,Similarity (1201)", "    Points Possible,,,,,,20.00",
+        "Lovelace,Ada,1001,S1001,ada.lovelace,Section 01,16.00",
+        "Hopper,Grace,1002,S1002,grace.hopper,Section 02,20.00"]
+    assert "Lovelace, Ada (1001)  Similarity (1201): 12.00 -> 16.00" in done.stdout
+
+
+def test_moodle_match_by_name(tmp_path: Path) -> None:
+    """Students graded from Moodle's own submissions zip have their full names as ids: --match name finds them."""
+    graded = tmp_path / "graded"
+    graded.mkdir()
+    _write(OutputFolder(graded).grades, "student_id,assignment,score,max_score,reason,lms_user_id,late\n"
+                                        "Ada Lovelace,01_similarity,8,10,,,0\nHopper Grace,01_similarity,9,10,,,0\n"
+                                        "Alan Turing,01_similarity,5,10,,,0\n")
+    text = MOODLE + "Alan,Turing,S1044,,,alan.turing2@uni.example,-,-,-,-,1764590000\n"
+    done = export(graded, "--lms", "moodle", "--gradebook", _write(tmp_path / "e.csv", text), "--match", "name",
+                  "--map", "01_similarity=Assignment: Similarity (Real)", "--out", tmp_path / "import.csv")
+    assert done.returncode == 0, done.stderr
+    rows = (tmp_path / "import.csv").read_text().splitlines()[1:]
+    assert [r.split(",")[0] for r in rows] == ["Ada", "Grace"], "either name order; the two Alan Turings: neither"
+    assert "warning: the name 'Alan Turing' is on two rows of the export: neither is filled" in done.stdout
+    assert "map 'Email address' to the user's Email address" in done.stdout
+
+
+# ---------------------------------------------------------------- feedback back to Canvas (issue 33, 17)
+
+
+def test_feedback_zip_for_canvas_bulk_upload(tmp_path: Path) -> None:
+    """Canvas's Re-Upload Submissions finds each file's student by <name>_<user id>_<attachment id>_...; before,
+    no command wrote such a zip and the attachment id was dropped."""
+    graded = _graded(tmp_path)
+    for student in SCORES:
+        page = OutputFolder(graded).feedback(student, "01_similarity") / "similarity.html"
+        page.parent.mkdir(parents=True)
+        page.write_text(f"<p>feedback for {student}</p>")
+    done = subprocess.run([sys.executable, "-m", "autograder", "feedback-zip", graded, "--submissions",
+                           tmp_path / "submissions.zip", "--out", tmp_path / "feedback.zip"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    with zipfile.ZipFile(tmp_path / "feedback.zip") as archive:
+        names = sorted(archive.namelist())
+        assert archive.read("lovelaceada_1001_5007_similarity-feedback.html") == b"<p>feedback for lovelaceada</p>"
+    assert names == ["curiemarie_1003_5003_similarity-feedback.html", "hoppergrace_1002_5002_similarity-feedback.html",
+                     "lovelaceada_1001_5007_similarity-feedback.html", "noetheremmy_1005_5005_similarity-feedback.html",
+                     "rikerwill_1702_5006_similarity-feedback.html"], "the attachment of the submission that counted"
+    assert "wrote " in done.stdout and "5 feedback pages of 01_similarity" in done.stdout
+    assert "Re-Upload Submissions" in done.stdout
+
+
+def test_feedback_zip_refuses_a_zip_that_is_not_canvas(tmp_path: Path) -> None:
+    graded = _graded(tmp_path)
+    other = write_zip(tmp_path / "other.zip", {"ada/01_similarity/similarity.ipynb": b"nb"})
+    done = subprocess.run([sys.executable, "-m", "autograder", "feedback-zip", graded, "--submissions", other,
+                           "--out", tmp_path / "feedback.zip"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "holds no file named as Canvas's Download Submissions names them" in done.stderr
+    assert not (tmp_path / "feedback.zip").exists()

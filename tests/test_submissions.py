@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder import submissions
+from autograder import staging, submissions
 from autograder.csv_files import spreadsheet_safe, write_grades
 from autograder.layout import OutputFolder
 from autograder.records import Template
@@ -153,7 +153,7 @@ def test_path_traversal_in_a_folder_zip_stays_in_staging(tmp_path: Path) -> None
 
 
 def test_a_notebook_over_the_size_limit_is_never_unpacked(tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.setattr(submissions, "MAX_NOTEBOOK_BYTES", 10)
+    monkeypatch.setattr(staging, "MAX_NOTEBOOK_BYTES", 10)
     archive = write_zip(tmp_path / "class.zip", {"ada/01_similarity/similarity.ipynb": b"x" * 11,
                                             "bo/01_similarity/similarity.ipynb": b"x" * 10})
     found, _ = from_zip(archive, NOTEBOOKS, tmp_path / "staging")
