@@ -68,7 +68,8 @@ def read_template(template: Template) -> Template:
         for name in notebooks:
             order = [c["metadata"].get("nbgrader", {}).get("grade_id")
                      for c in json.loads((template.released / f"{name}.ipynb").read_text())["cells"]]
-            grade_cells = gradebook.find_notebook(name, template.assignment).grade_cells
+            notebook = gradebook.find_notebook(name, template.assignment)
+            grade_cells = [*notebook.grade_cells, *notebook.task_cells]  # a task is graded by hand
             for cell in sorted(grade_cells, key=lambda c: order.index(c.name) if c.name in order else len(order)):
                 cells.append((name, cell.name, float(cell.max_score)))
     return replace(template, notebooks=notebooks, cells=tuple(cells))

@@ -28,6 +28,15 @@ SECRET_MIN = 12  # shorter lines of a hidden test (`)`, `x = f(a)`) identify not
 OUTPUT_LIMIT = 2000
 MESSAGE_LIMIT = 2000
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+# nbconvert's page keeps an output's long lines on one line (a scroll bar far to the right): wrap them.
+WRAP_STYLE = "<style>pre { white-space: pre-wrap; overflow-wrap: anywhere; }</style>"
+HEAD = re.compile(r"<head\b[^>]*>", re.IGNORECASE)
+
+
+def wrapped(page: str) -> str:
+    """A feedback page whose long lines (messages, outputs) wrap (`WRAP_STYLE`, first in its ``<head>``)."""
+    head = HEAD.search(page)
+    return page if head is None else f"{page[:head.end()]}\n{WRAP_STYLE}{page[head.end():]}"
 
 
 def _text(value: Any) -> str:

@@ -15,10 +15,13 @@
    the others: each task becomes a `autograder.records.Job`, graded by
    `autograder.worker.grade_submission` in a kernel of its own sandbox, which returns a
    `autograder.records.Result`.
-5. This process writes each result's feedback, merges every result into the class gradebook
-   (``--db``, any SQLAlchemy URL), then writes ``grades.csv``, ``similarity.csv``
-   (`autograder.similarity`, for the instructor only) and ``report.html``. The exit status is
-   0 when everything handed in was graded, 1 when some of it could not be, 2 when nothing was.
+5. This process writes each result's feedback and autograded notebooks, stores its row, merges it into
+   the class gradebook (``--db``, any SQLAlchemy URL; manual scores given there are kept), then writes
+   ``grades.csv``, ``similarity.csv`` (`autograder.similarity`, for the instructor only) and
+   ``report.html`` from every row stored in DIR, with the manual points given so far
+   (`autograder.class_record`): DIR is the class's record for the term, locked while a run writes to
+   it, private to the instructor, and a 'no submission' never replaces what it stores. The exit status
+   is 0 when everything handed in was graded, 1 when some of it could not be, 2 when nothing was.
 """
 
 from __future__ import annotations
@@ -42,7 +45,9 @@ from autograder.secret import SecretUnusable, hand_in_key, load_secret
 from autograder.nbgrader_course import nbgrader_environment
 from autograder.csv_files import write_grades
 from autograder.progress import Progress
-from autograder.state import load_state, save_state
+from autograder.state import Stored, load_state, save_state, stored_rows
+from autograder.class_record import (OutputUnavailable, changes, class_rows, keep_submitted, kept_instead,
+                                     open_output, row, submitted_tasks, write_nbgrader_config)
 from autograder.tasks import make_tasks
 from autograder.sandbox import SandboxUnavailable, check, describe_isolation, describe_start, remove_scratch
 from autograder.warm import WarmStartUnavailable, check as warm_check
@@ -68,9 +73,21 @@ def isolation_line(isolate: bool, warm: bool) -> tuple[str, bool]:
 
 def grade(options: Options) -> int:
     """Grade every submission; returns the exit status: 0 when everything handed in was graded, 1 when some of
-    it could not be (the reasons are in grades.csv), 2 when SUBMISSIONS cannot be read or nothing was graded."""
+    it could not be (the reasons are in grades.csv), 2 when SUBMISSIONS cannot be read or nothing was graded,
+    or when the output folder cannot be made or another run is writing to it."""
     out = OutputFolder(options.out)
-    out.root.mkdir(parents=True, exist_ok=True)
+    try:
+        held = open_output(out)
+    except OutputUnavailable as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    try:
+        return _grade(options, out)
+    finally:
+        held.close()
+
+
+def _grade(options: Options, out: OutputFolder) -> int:
     os.environ["PATH"] = nbgrader_environment()["PATH"]
     # A terminated run stops its workers and kernels on the way out; what finished is kept for the next run.
     signal.signal(signal.SIGTERM, _terminate)
@@ -78,8 +95,10 @@ def grade(options: Options) -> int:
     pool = Pool(options.jobs, out.logs)
     cluster = None
     try:
+        earlier = stored_rows(out)
+        known = {e.lms_user_id: s for (s, _), e in sorted(earlier.items()) if e.lms_user_id}
         found, said = find(options.submissions, course_notebooks(options.source), scratch / "submissions",
-                           options.unpacked_bytes)
+                           options.unpacked_bytes, known)
         found = select(found, options.students, options.assignments)
         for line in said:
             print(line, file=sys.stderr)
@@ -98,7 +117,7 @@ def grade(options: Options) -> int:
             isolation_check = None if cluster else background.submit(isolation_line, options.isolate, options.warm)
             # nbgrader's API (a second of imports), which reading the templates needs, while the workers make them.
             background.submit(importlib.import_module, "nbgrader.api")
-            templates = prepare_templates(options.source, out.cache, pool, _handed_in(found, options))
+            templates = prepare_templates(options.source, out.cache, pool, _needed(found, options, earlier))
             isolation, warm = cluster.isolation(options.warm) if cluster else isolation_check.result()
             options = replace(options, warm=warm)
         tasks = make_tasks(found, templates, options.grading_key, scratch / "restored")
@@ -142,13 +161,21 @@ def _handed_in(found: dict, options: Options) -> set[str] | None:
     return (given & course) or set(options.assignments) or None
 
 
-def _write_feedback(folder: Path, result: Result) -> None:
-    """Write a graded result's feedback pages into ``folder``, in place of what it held."""
-    if result.graded:
-        shutil.rmtree(folder, ignore_errors=True)
-        folder.mkdir(parents=True)
-        for name, html in result.feedback.items():
-            (folder / Path(name).name).write_text(html)
+def _needed(found: dict, options: Options, earlier: dict) -> set[str] | None:
+    """The assignments whose template is needed: those handed in or asked for, and those stored in the folder
+    (which the class files cover)."""
+    handed_in = _handed_in(found, options)
+    course = set(course_notebooks(options.source).values())
+    return None if handed_in is None else handed_in | ({a for _, a in earlier} & course)
+
+
+def _replace_folder(folder: Path, files: dict[str, str]) -> None:
+    """Write ``files`` (name -> text: a graded result's feedback pages or autograded notebooks) into ``folder``,
+    in place of what it held."""
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    for name, text in files.items():
+        (folder / Path(name).name).write_text(text)
 
 
 def _grade_tasks(options: Options, tasks: list[Task], templates: dict[str, Template], pool,
@@ -157,25 +184,34 @@ def _grade_tasks(options: Options, tasks: list[Task], templates: dict[str, Templ
     from autograder.report import write_report
 
     out = OutputFolder(options.out)
-    out.root.mkdir(parents=True, exist_ok=True)
+    out.root.mkdir(mode=0o700, parents=True, exist_ok=True)  # made by `open_output` in a run of `grade`
     secret = load_secret(options.secret_file or out.secret)  # before anything is written: SecretUnusable
+    earlier = stored_rows(out)
     gradebook = ClassGradebook(options.db_url or out.gradebook_url, templates)
     progress = Progress(tasks, options.progress)
-    outcomes: dict[tuple[str, str], Result] = {}
+    now: dict[tuple[str, str], Stored] = {}  # this run's rows (those that replace a stored one)
 
     def finish(task: Task, result: Result, fresh: bool) -> None:
-        if fresh:
-            _write_feedback(out.feedback(task.student, task.assignment), result)
-        if fresh and task.key and not result.transient:
-            save_state(out, task, result)  # without the task's note: a rerun adds it again
-        if task.note:
-            result = replace(result, reason="; ".join(r for r in (task.note, result.reason) if r))
-        if not result.graded and valid_student_id(task.student):  # an invalid id names no folder
-            shutil.rmtree(out.feedback(task.student, task.assignment), ignore_errors=True)
-        outcomes[(task.student, task.assignment)] = result
-        if valid_student_id(task.student):  # nbgrader's gradebook holds valid ids only
-            gradebook.record(task, result)
         progress.update(task, result.graded)
+        if kept_instead(task, earlier) is not None:
+            return  # a 'no submission' leaves the stored row, its feedback and its scores as they are
+        where, this = (task.student, task.assignment), row(task, result, templates.get(task.assignment))
+        # An invalid id names no folder, and nbgrader's gradebook holds valid ids only.
+        if not (valid_student_id(task.student) and valid_student_id(task.assignment)) or result.transient:
+            now[where] = this
+            return
+        if fresh and result.graded:
+            _replace_folder(out.feedback(*where), result.feedback)
+            _replace_folder(out.autograded(*where), {f"{n}.ipynb": text for n, text in result.autograded.items()})
+        if task.notebooks and not task.problem and (fresh or not out.submitted(*where).is_dir()):
+            keep_submitted(out, task)
+        if fresh or earlier.get(where) != this:
+            save_state(out, task, result, this.max_score)  # a problem too: it has no key, so it is never reused
+        if not result.graded:
+            shutil.rmtree(out.feedback(*where), ignore_errors=True)
+            shutil.rmtree(out.autograded(*where), ignore_errors=True)
+        gradebook.record(task, result)
+        now[where] = this
 
     to_grade, reused = [], 0
     for task in tasks:
@@ -188,32 +224,36 @@ def _grade_tasks(options: Options, tasks: list[Task], templates: dict[str, Templ
             to_grade.append(task)
     jobs = [Job(templates[t.assignment], t.notebooks, options.limits, options.isolate, str(scratch),
             options.warm, hidden_key=hand_in_key(secret, t.student, t.assignment, t.notebooks)) for t in to_grade]
+    compared = submitted_tasks(out, earlier, tasks)
     # The similarity of the class's code needs only the submitted files: it is computed while they are graded.
     with ThreadPoolExecutor(1) as background:
-        similar = background.submit(class_similarity, tasks, templates, options.similarity_threshold, options.source)
+        similar = background.submit(class_similarity, compared, templates, options.similarity_threshold,
+                                    options.source)
         try:
             pool.run(jobs, options.limits.wall_seconds, lambda index, result: finish(to_grade[index], result, True))
+            given = gradebook.manual_scores({**earlier, **now})
         finally:
             gradebook.close()
         similarity = similar.result()
-    rows = []
-    for task in tasks:
-        result = outcomes[(task.student, task.assignment)]
-        template = templates.get(task.assignment)
-        rows.append({"student_id": task.student, "assignment": task.assignment,
-                     "score": result.score, "max_score": template.max_score if template else 0.0,
-                     "reason": result.reason if result.graded else f"not graded: {result.reason}", "result": result,
-                     "lms_user_id": task.lms_user_id, "late": task.late})
+    rows = class_rows({**earlier, **now}, templates, given)
     write_grades(out.grades, rows)
     write_similarity(out.similarity, similarity)
     write_report(out.report, rows, templates, similarity)
-    graded = sum(r["result"].graded for r in rows)
-    failed = sum(not r["result"].graded and not task.missing for r, task in zip(rows, tasks))
-    print(f"graded {graded} of {len(rows)} submissions ({len(to_grade)} run now, {reused} kept from an earlier "
-          f"run); wrote {out.grades}, {out.all_feedback}, {out.report}", file=sys.stderr)
+    write_nbgrader_config(out, options.source, options.db_url or out.gradebook_url)
+    mine = [now[w] for w in ((t.student, t.assignment) for t in tasks) if w in now]
+    graded = sum(entry.result.graded for entry in mine)
+    failed = sum(not entry.result.graded and not entry.missing for entry in mine)
+    kept = sum(kept_instead(t, earlier) is not None for t in tasks)
+    print(f"graded {graded} of {len(tasks) - kept} submissions ({len(to_grade)} run now, {reused} kept from an "
+          f"earlier run){f'; {kept} with no submission now keep the row stored earlier' if kept else ''}; "
+          f"{len(rows)} rows of {len({r['student_id'] for r in rows})} students in the folder; wrote "
+          f"{out.grades}, {out.all_feedback}, {out.report}", file=sys.stderr)
+    changed = changes(earlier, now)
+    if changed:
+        print(f"{len(changed)} grades changed (old -> new):", *changed, sep="\n", file=sys.stderr)
     if failed:
         print(f"{failed} submissions could not be graded: grades.csv says why", file=sys.stderr)
-    return 2 if not graded else 1 if failed else 0
+    return 2 if not graded and not kept else 1 if failed else 0
 
 
 def _terminate(signum: int, frame) -> None:

@@ -1,4 +1,8 @@
-"""Gradebooks: nbgrader's schema, for the class (any SQLAlchemy URL) and for each assignment's template."""
+"""Gradebooks: nbgrader's schema, for the class (any SQLAlchemy URL) and for each assignment's template.
+
+The class gradebook is where manual grading happens (nbgrader's formgrader or its gradebook API): a manually
+graded answer or task is recorded as needing a manual grade (no auto score), a manual score given there is
+never overwritten by a later run, and `ClassGradebook.manual_scores` reads the points given back."""
 
 from __future__ import annotations
 
@@ -9,8 +13,11 @@ if TYPE_CHECKING:
     from autograder.records import Result, Task, Template
 
 
+ManualScores = dict[tuple[str, str, str, str], float | None]  # (student, assignment, notebook, grade_id) -> points
+
+
 class ClassGradebook:
-    """The class gradebook (nbgrader's schema): assignments, students and per-cell auto scores."""
+    """The class gradebook (nbgrader's schema): assignments, students, per-cell auto scores, manual scores."""
 
     def __init__(self, db_url: str, templates: dict[str, Template]):
         from nbgrader.api import Gradebook as NbgraderGradebook
@@ -38,6 +45,9 @@ class ClassGradebook:
                 for cell in notebook.grade_cells:
                     gb.update_or_create_grade_cell(cell.name, name, template.assignment, max_score=cell.max_score,
                                                    cell_type=cell.cell_type)
+                for cell in notebook.task_cells:
+                    gb.update_or_create_task_cell(cell.name, name, template.assignment, max_score=cell.max_score,
+                                                  cell_type=cell.cell_type)
                 for cell in notebook.solution_cells:
                     gb.update_or_create_solution_cell(cell.name, name, template.assignment)
                 for cell in notebook.source_cells:
@@ -46,7 +56,8 @@ class ClassGradebook:
         self.ready.add(template.assignment)
 
     def record(self, task: Task, result: Result) -> None:
-        """Store one student's auto scores for one assignment (zeros when it could not be graded)."""
+        """Store one student's auto scores for one assignment (zeros when it could not be graded); a manually
+        graded cell keeps its manual score, and needs a manual grade until it has one."""
         with warnings.catch_warnings():
             # nbgrader's own update_or_create_submission trips SQLAlchemy's autoflush warnings.
             warnings.simplefilter("ignore")
@@ -58,14 +69,43 @@ class ClassGradebook:
             return
         self._ensure_assignment(template)
         gb = self.gradebook
+        if task.missing and self._has_submission(task):
+            return  # 'no submission' never zeroes what a shared gradebook holds (another folder's grades)
         gb.update_or_create_student(task.student)
         gb.update_or_create_submission(task.assignment, task.student)
         scores = {(c.notebook, c.grade_id): c.points for c in result.cells}
+        manual = {(c.notebook, c.grade_id) for c in result.cells if c.manual}
         for name, grade_id, _ in template.cells:
             grade = gb.find_grade(grade_id, name, task.assignment, task.student)
-            grade.auto_score = scores.get((name, grade_id), 0.0)
-            grade.needs_manual_grade = False
+            if (name, grade_id) in manual:
+                grade.auto_score, grade.needs_manual_grade = None, grade.manual_score is None
+            else:
+                grade.auto_score, grade.needs_manual_grade = scores.get((name, grade_id), 0.0), False
         gb.db.commit()
+
+    def _has_submission(self, task: Task) -> bool:
+        from nbgrader.api import MissingEntry
+
+        try:
+            self.gradebook.find_submission(task.assignment, task.student)
+        except MissingEntry:
+            return False
+        return True
+
+    def manual_scores(self, stored: dict) -> ManualScores:
+        """The points given by hand to every manually graded cell of ``stored`` (`autograder.state.Stored` by
+        (student, assignment)): None where none is given yet."""
+        from nbgrader.api import MissingEntry
+
+        given: ManualScores = {}
+        for (student, assignment), entry in stored.items():
+            for cell in (c for c in entry.result.cells if c.manual):
+                try:
+                    score = self.gradebook.find_grade(cell.grade_id, cell.notebook, assignment, student).manual_score
+                except MissingEntry:
+                    score = None
+                given[(student, assignment, cell.notebook, cell.grade_id)] = score
+        return given
 
     def close(self) -> None:
         self.gradebook.close()

@@ -6,7 +6,11 @@ spelled out. Every module that reads or writes DIR asks it for a path.
     DIR/report.html                         the class report (`autograder.report`)
     DIR/similarity.csv                      similar pairs, for the instructor (`autograder.similarity`)
     DIR/gradebook.db                        the class gradebook, unless ``--db`` names another (`autograder.gradebook`)
-    DIR/.state/<student>/<assignment>.json  each task's stored result (`autograder.state`)
+    DIR/.state/<student>/<assignment>.json  each task's stored result and row (`autograder.state`)
+    DIR/submitted/<student>/<assignment>/   the notebooks graded (nbgrader's layout; `autograder.class_record`)
+    DIR/autograded/<student>/<assignment>/  the autograded notebooks that nbgrader's formgrader opens
+    DIR/nbgrader_config.py                  nbgrader's config for formgrader in DIR (`autograder.class_record`)
+    DIR/.lock                               held by the run writing to DIR (`autograder.class_record`)
     DIR/.cache/                             the assignments' templates (`autograder.assignments`)
     DIR/.logs/                              the workers' logs (`autograder.pool`)
     DIR/.hidden-inputs.secret               the secret hidden inputs derive from, mode 0600 (`autograder.secret`)
@@ -53,6 +57,24 @@ class OutputFolder:
     def feedback(self, student: str, assignment: str) -> Path:
         """The folder of one student's feedback pages for one assignment."""
         return self.all_feedback / student / assignment
+
+    def submitted(self, student: str, assignment: str) -> Path:
+        """The folder of the notebooks one student handed in for one assignment, as graded."""
+        return self.root / "submitted" / student / assignment
+
+    def autograded(self, student: str, assignment: str) -> Path:
+        """The folder of one student's autograded notebooks of one assignment (formgrader's)."""
+        return self.root / "autograded" / student / assignment
+
+    @property
+    def nbgrader_config(self) -> Path:
+        """nbgrader's config for manual grading in the folder (formgrader)."""
+        return self.root / "nbgrader_config.py"
+
+    @property
+    def lock(self) -> Path:
+        """The file a run holds locked while it writes to the folder."""
+        return self.root / ".lock"
 
     @property
     def states(self) -> Path:

@@ -86,6 +86,7 @@ class Task:
     key: str = ""
     lms_user_id: str = ""  # the Canvas user id a Canvas zip's file names carried ("" otherwise)
     late: bool = False  # Canvas marked the submission that counts as late
+    lms_name: str = ""  # the student's name as the LMS's zip gave it ('' when it gave none), for the report
     missing: bool = False  # nothing handed in for this assignment: not graded, and not a failure of the run
 
 
@@ -153,6 +154,7 @@ class CellResult:
     max_points: float
     passed: bool  # points >= max_points
     message: str  # the failure's message ('' when it passed), as `autograder.feedback.cell_message` reads it
+    manual: bool = False  # a manually graded answer or task: its points are given by hand, in the gradebook
 
 
 @dataclass(frozen=True)
@@ -168,6 +170,7 @@ class Result:
     timings: dict[str, float] = field(default_factory=dict)  # phase -> seconds (`autograder.worker`)
     feedback: dict[str, str] = field(default_factory=dict)  # feedback page's file name -> its HTML
     transient: bool = False
+    autograded: dict[str, str] = field(default_factory=dict)  # notebook name -> the autograded notebook (JSON)
 
     @property
     def graded(self) -> bool:
@@ -179,11 +182,12 @@ class Result:
 
     def to_dict(self, stored: bool = False) -> dict[str, Any]:
         """The result as JSON data: a line of the workers' protocol, or (``stored``) the result kept under
-        ``DIR/.state``, without the feedback pages (they are in ``DIR/feedback``) and ``transient`` (such a
-        result is never stored)."""
+        ``DIR/.state``, without the feedback pages (they are in ``DIR/feedback``), the autograded notebooks (in
+        ``DIR/autograded``) and ``transient`` (such a result is never stored)."""
         given = {"status": self.status, "reason": self.reason, "cells": [asdict(cell) for cell in self.cells],
                  "timings": self.timings}
-        return given if stored else {**given, "feedback": self.feedback, "transient": self.transient}
+        return given if stored else {**given, "feedback": self.feedback, "transient": self.transient,
+                                     "autograded": self.autograded}
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict())
@@ -193,7 +197,7 @@ class Result:
         """The result `to_dict` wrote (or a result stored before ``timings`` was always written)."""
         return cls(given["status"], given.get("reason", ""),
                    tuple(CellResult(**cell) for cell in given.get("cells", [])), given.get("timings") or {},
-                   given.get("feedback") or {}, bool(given.get("transient", False)))
+                   given.get("feedback") or {}, bool(given.get("transient", False)), given.get("autograded") or {})
 
     @classmethod
     def from_json(cls, line: str | bytes) -> Result:

@@ -3,9 +3,9 @@ from the Jinja2 template `autograder/templates/report.html` with autoescaping.
 
 It shows the score distribution of each assignment, the pass rate of each test (and how many did not
 attempt it), the failure messages that came back most often (which misconception hit the class; what
-was not attempted is not counted there), who could not be graded and why, and a table of every
-student: the score of each assignment and what failed, and which students' code is similar
-(`autograder.similarity`), side by side.
+was not attempted is not counted there), who could not be graded and why, a table of every student (the name
+the LMS gave, the score of each assignment with a link to its feedback pages, late, manual grading pending, and
+what failed), then which students' code is similar (`autograder.similarity`), side by side.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import re
 from collections import Counter
 from datetime import datetime, timezone
 from pathlib import Path
+from urllib.parse import quote
 
 from autograder.records import CellResult
 from autograder.similarity import Similarity
@@ -24,6 +25,9 @@ SHOWN_PAIRS = 50  # pairs shown side by side in the report; similarity.csv lists
 MISTAKE = re.compile(r"This is what you get with this mistake: (.+?)\.?$", re.MULTILINE)
 ADDRESS = re.compile(r"0x[0-9a-fA-F]{6,}")
 NOT_ATTEMPTED = "not attempted:"
+# A hidden test that checks what an untouched stub raises ("should raise ValueError, but it raised
+# NotImplementedError") says the function was not attempted, as the stub's own NotImplementedError does.
+STUB_RAISED = re.compile(r"^NotImplementedError\b|\braised NotImplementedError\b")
 
 
 def _png(figure) -> str:
@@ -43,7 +47,7 @@ def failure_summary(message: str) -> str:
     if mistake:
         return f"mistake: {mistake.group(1)}"
     lines = [line.strip() for line in message.splitlines() if line.strip()]
-    if lines and lines[0].startswith("NotImplementedError"):
+    if lines and STUB_RAISED.search(lines[0]):
         return f"{NOT_ATTEMPTED} the solution cell still raises NotImplementedError"
     # Object addresses differ between students: without them the same failure counts once per class.
     return ADDRESS.sub("0x...", lines[0][:200]) if lines else "(no message)"
@@ -83,7 +87,7 @@ def _pass_rates(rows: list[dict], assignment: str, template) -> tuple[str, list[
     rates = []
     for notebook, grade_id, _ in template.cells:
         outcomes = [c.passed for result in graded for c in result.cells
-                    if c.grade_id == grade_id and c.notebook == notebook]
+                    if c.grade_id == grade_id and c.notebook == notebook and not c.manual]
         skipped = sum(not_attempted(c) for result in graded for c in result.cells
                       if c.grade_id == grade_id and c.notebook == notebook and not c.passed)
         rates.append((grade_id, sum(outcomes), len(outcomes), skipped))
@@ -110,7 +114,7 @@ def _assignment_rows(rows: list[dict], assignments: list[str], templates: dict) 
 
 def not_attempted(cell: CellResult) -> bool:
     """Whether a failed cell failed only because the solution cell was left as released."""
-    return failure_summary(cell.message).startswith(NOT_ATTEMPTED)
+    return not cell.manual and failure_summary(cell.message).startswith(NOT_ATTEMPTED)
 
 
 def failures(rows: list[dict], top: int = 20) -> list[tuple[tuple[str, str, str], int]]:
@@ -119,25 +123,32 @@ def failures(rows: list[dict], top: int = 20) -> list[tuple[tuple[str, str, str]
     counts: Counter[tuple[str, str, str]] = Counter()
     for row in rows:
         for cell in row["result"].cells:
-            if not cell.passed and not not_attempted(cell):
+            if not cell.passed and not cell.manual and not not_attempted(cell):
                 counts[(row["assignment"], cell.grade_id, failure_summary(cell.message))] += 1
     return sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:top]
 
 
-def student_table(rows: list[dict], assignments: list[str]) -> list[dict]:
-    """One entry per student: ``id``, and per assignment (in ``assignments`` order) ``score``, ``max_score``
-    and ``failed``: the tests failed (those not attempted marked so) or why it was not graded."""
+def student_table(rows: list[dict], assignments: list[str], templates: dict | None = None) -> list[dict]:
+    """One entry per student: ``id``, ``name`` (the LMS's, '' when the input gave none), and per assignment (in
+    ``assignments`` order) ``score``, ``max_score``, ``failed`` (the tests failed, those not attempted marked so,
+    or why it was not graded), ``late``, ``pending`` (the cells waiting for manual grading) and ``pages`` (the
+    links to its feedback pages, relative to report.html)."""
     table: dict[str, dict] = {}
     for row in sorted(rows, key=lambda r: (r["student_id"], r["assignment"])):
-        entry = table.setdefault(row["student_id"], {"id": row["student_id"], "assignments": {}})
+        entry = table.setdefault(row["student_id"], {"id": row["student_id"], "name": "", "assignments": {}})
+        entry["name"] = entry["name"] or row.get("lms_name", "")
         result = row["result"]
         if not result.graded:
             failed = row["reason"]
         else:
             failed = ", ".join(f"{c.grade_id}{' (not attempted)' if not_attempted(c) else ''}"
-                               for c in result.cells if not c.passed)
+                               for c in result.cells if not c.passed and not c.manual)
+        template = (templates or {}).get(row["assignment"])
+        pages = [quote(f"feedback/{row['student_id']}/{row['assignment']}/{name}.html")
+                 for name in (template.notebooks if template and result.graded else ())]
         entry["assignments"][row["assignment"]] = {"score": row["score"], "max_score": row["max_score"],
-                                                   "failed": failed}
+                                                   "failed": failed, "late": bool(row.get("late")),
+                                                   "pending": list(row.get("pending", ())), "pages": pages}
     return list(table.values())
 
 
@@ -155,7 +166,8 @@ def render_report(rows: list[dict], templates: dict, similarity: Similarity | No
         generated=f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M}",
         distribution=_distribution(rows, assignments, templates) if assignments else "",
         assignments=_assignment_rows(rows, assignments, templates), failures=failures(rows),
-        assignment_names=assignments, student_rows=student_table(rows, assignments),
+        assignment_names=assignments, student_rows=student_table(rows, assignments, templates),
+        names=any(r.get("lms_name") for r in rows),
         similarity=similarity, shown_pairs=SHOWN_PAIRS)
 
 

@@ -6,7 +6,9 @@ Canvas names each file `<name>[_LATE]_<user id>_<attachment id>_<original filena
 is the student's sortable name in lower case with every character but letters, digits and `_` removed
 (so it may hold underscores and non-ASCII letters), and a resubmitted file's original name may carry a
 `-1`, `-2`... suffix; the original filename says which notebook (and so which assignment) it is. The
-student id is Canvas's `<name>`, or `<name>_<user id>` when two Canvas users share a name. Anonymous
+student id is the one the output folder already uses for that Canvas user id (``known``), else Canvas's
+`<name>`, or `<name>_<user id>` when two Canvas users share a name in the zip or another user already holds
+`<name>` in the folder: a student keeps one id for the whole term, whoever else is in each zip. Anonymous
 grading, link and text entries and renamed notebooks are read as `autograder.canvas_names` says; a zip a
 student handed in is opened one level deep (`_inner_zip`).
 
@@ -26,6 +28,7 @@ import io
 import re
 import zipfile
 from collections import defaultdict
+from dataclasses import replace
 from pathlib import Path, PurePosixPath
 
 from autograder import canvas_names, moodle_zip
@@ -42,8 +45,10 @@ INNER_MEMBERS = 1000  # a zip inside a Canvas zip with more files than this is n
 class SubmissionsUnreadable(RuntimeError):
     """SUBMISSIONS as a whole cannot be read (missing, not a zip, truncated): the message says which and why."""
 
-def _canvas(archive: zipfile.ZipFile, notebooks: dict[str, str], staging: Path, budget: int) -> dict[str, Found]:
-    """Canvas's flat layout (`autograder.canvas_names`); ``notebooks`` maps a notebook filename to its assignment."""
+def _canvas(archive: zipfile.ZipFile, notebooks: dict[str, str], staging: Path, budget: int,
+            known: dict[str, str]) -> dict[str, Found]:
+    """Canvas's flat layout (`autograder.canvas_names`); ``notebooks`` maps a notebook filename to its assignment,
+    ``known`` a Canvas user id to the id the output folder uses for it."""
     latest: dict[tuple[str, str, str], tuple[int, zipfile.ZipInfo, str, bool]] = {}
     users_by_name: dict[str, set[str]] = defaultdict(set)
     other: dict[tuple[str, str], list[tuple[zipfile.ZipInfo, CanvasName]]] = defaultdict(list)
@@ -63,8 +68,12 @@ def _canvas(archive: zipfile.ZipFile, notebooks: dict[str, str], staging: Path, 
     found: dict[str, Found] = {}
     stager = Stager(archive, budget)
 
+    taken = set(known.values())
+
     def student_id(name: str, user: str) -> str:
-        return name if len(users_by_name[name]) == 1 else f"{name}_{user}"
+        if user in known:
+            return known[user]
+        return name if len(users_by_name[name]) == 1 and name not in taken else f"{name}_{user}"
 
     for (name, user, filename), (_, member, staged_name, late) in sorted(latest.items()):
         student, assignment = student_id(name, user), notebooks[filename]
@@ -208,10 +217,10 @@ def _read_student(student: Path, entry: Found) -> None:
                                     f"have at most {mib(MAX_NOTEBOOK_BYTES)}")
 
 
-def from_zip(path: Path, notebooks: dict[str, str], staging: Path,
-             budget: int = STAGING_BYTES) -> tuple[dict[str, Found], list[str]]:
+def from_zip(path: Path, notebooks: dict[str, str], staging: Path, budget: int = STAGING_BYTES,
+             known: dict[str, str] | None = None) -> tuple[dict[str, Found], list[str]]:
     """Read a Moodle zip, a Canvas zip or a zip of the folder layout; ``notebooks`` maps notebook filename ->
-    assignment.
+    assignment, ``known`` a Canvas user id to the student id the output folder already uses for it.
     `SubmissionsUnreadable` when the zip's directory cannot be read (not a zip, truncated)."""
     try:
         archive = zipfile.ZipFile(path)
@@ -222,7 +231,7 @@ def from_zip(path: Path, notebooks: dict[str, str], staging: Path,
         if moodle_zip.is_moodle(names):
             return moodle_zip.from_moodle(archive, notebooks, staging, budget)
         if any(len(n.parts) == 1 and canvas_names.parse(n.name) for n in names):
-            return _canvas(archive, notebooks, staging, budget), []
+            return _canvas(archive, notebooks, staging, budget, known or {}), []
         return _folder_zip(archive, staging, budget)
 
 
@@ -244,13 +253,14 @@ def _check_ids(found: dict[str, Found]) -> list[str]:
     return said
 
 
-def find(submissions: Path, notebooks: dict[str, str], staging: Path,
-         budget: int = STAGING_BYTES) -> tuple[dict[str, Found], list[str]]:
-    """Every student of a folder or a zip by id (valid or not), and the lines the run prints about the input.
+def find(submissions: Path, notebooks: dict[str, str], staging: Path, budget: int = STAGING_BYTES,
+         known: dict[str, str] | None = None) -> tuple[dict[str, Found], list[str]]:
+    """Every student of a folder or a zip by id (valid or not), and the lines the run prints about the input;
+    ``known``: Canvas user id -> the id the output folder already uses (`from_zip`).
     `SubmissionsUnreadable` when SUBMISSIONS itself cannot be read."""
     try:
         if submissions.is_file():
-            found, said = from_zip(submissions, notebooks, staging, budget)
+            found, said = from_zip(submissions, notebooks, staging, budget, known)
         else:
             found, said = from_folder(submissions)
     except OSError as error:
@@ -269,4 +279,6 @@ def select(found: dict[str, Found], students: tuple[str, ...], assignments: tupl
     def keep(part: dict) -> dict:
         return {a: v for a, v in part.items() if a == "" or a in assignments}
 
-    return {s: Found(keep(e.files), keep(e.others), keep(e.problems), list(e.notes)) for s, e in chosen.items()}
+    # replace: every other field of the entry (the LMS's user id...) is kept as it is.
+    return {s: replace(e, files=keep(e.files), others=keep(e.others), problems=keep(e.problems),
+                       late={a for a in e.late if a in assignments}) for s, e in chosen.items()}

@@ -44,7 +44,7 @@ sys.modules.setdefault("rfc3987_syntax", None)
 import nbformat  # noqa: E402
 
 from autograder.feedback import (MESSAGE_LIMIT, FeedbackExporter, cell_message, incidents,  # noqa: E402
-                                 sanitize_for_feedback, shorten)
+                                 sanitize_for_feedback, shorten, wrapped)
 from autograder.guards import DiskQuota, die_with_parent, kill_group, watch_parent  # noqa: E402
 from autograder.nbgrader_course import (course_config, generate_assignment, run_converter,  # noqa: E402
                                          use_inprocess_alembic)  # noqa: E402
@@ -58,6 +58,7 @@ from nbgrader.converters import Autograde  # noqa: E402
 from nbgrader.preprocessors import Execute  # noqa: E402
 
 STUDENT = "student"
+MANUAL_PENDING = "Pending: this answer is graded by hand. Its score is not given yet (the 0 shown is not final)."
 _launches: list[float] = []
 _kernels: list[Callable[[], None]] = []  # what kills each of this job's kernels, with all it started
 _warm: list[WarmLaunch] = []  # this job's warm start, if it has one: its kernel is forked, not launched
@@ -70,7 +71,6 @@ def grading_config(course: Path, db_url: str, cell_timeout: int, home: Path, soc
                            autograded_directory="autograded", feedback_directory="feedback")
     config.Execute.timeout = cell_timeout
     config.Execute.kernel_name = KERNEL_NAME
-    config.Execute.allow_errors = True
     config.Execute.interrupt_on_timeout = True
     config.Execute.startup_timeout = 120
     config.Execute.iopub_timeout = 10
@@ -124,7 +124,9 @@ def _failure_reason(log_text: str) -> str:
 
 
 def _read_scores(db_url: str, assignment: str, notebooks: list[str], course: Path) -> tuple[CellResult, ...]:
-    """Each graded cell's result, in notebook order."""
+    """Each graded cell's result, in notebook order. A manually graded answer or task (no auto score) is left
+    for manual grading: flagged, its points 0 until given by hand, and its feedback says so (`MANUAL_PENDING`,
+    as the cell's comment)."""
     from nbgrader.api import Gradebook
 
     cells = []
@@ -138,9 +140,15 @@ def _read_scores(db_url: str, assignment: str, notebooks: list[str], course: Pat
             for grade in sorted(grades, key=lambda g: (order.get(g.name, len(order)), g.name)):
                 points = float(grade.score or 0.0)
                 cell = by_id.get(grade.name)
+                if grade.auto_score is None:
+                    gradebook.find_comment(grade.name, name, assignment, STUDENT).auto_comment = MANUAL_PENDING
+                    cells.append(CellResult(name, grade.name, 0.0, float(grade.max_score), False, MANUAL_PENDING,
+                                            manual=True))
+                    continue
                 message = "this test cell is missing from the submitted notebook" if cell is None else cell_message(cell)
                 cells.append(CellResult(name, grade.name, points, float(grade.max_score),
                                         points >= float(grade.max_score), message))
+        gradebook.db.commit()
     return tuple(cells)
 
 
@@ -282,11 +290,15 @@ def _grade(job: Job, notebooks: dict[str, bytes | None], workdir: Path, home: Pa
             nbformat.write(notebook, autograded)
     config = grading_config(course, db_url, limits.cell_seconds, home, sockets)
     error_log = run_converter(GenerateFeedback, config, assignment, STUDENT)
-    feedback = {html.name: with_csp(html.read_text())
+    feedback = {html.name: with_csp(wrapped(html.read_text()))
                 for html in sorted((course / "feedback" / STUDENT / assignment).glob("*.html"))}
     if error_log:
         notes.append("feedback could not be written")
-    return Result("graded", "; ".join(notes), cells, _timings(home / "kernel.times", started, autograded_at), feedback)
+    # What nbgrader's formgrader opens in the output folder (sanitised as the feedback is).
+    autograded = {path.stem: path.read_text()
+                  for path in sorted((course / "autograded" / STUDENT / assignment).glob("*.ipynb"))}
+    return Result("graded", "; ".join(notes), cells, _timings(home / "kernel.times", started, autograded_at), feedback,
+                  autograded=autograded)
 
 
 def _kill_kernels() -> None:

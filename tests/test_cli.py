@@ -190,6 +190,7 @@ def test_a_rerun_shows_a_tasks_note_once(tmp_path: Path, monkeypatch) -> None:
     template = Template("toy", "key", tmp_path / "template", ("toy",), (("toy", "test_add", 1.0),))
     note = "misnamed notebook: graded mine.ipynb as toy.ipynb"
     task = Task("ada", "toy", {"toy": str(tmp_path / "mine.ipynb")}, note=note, key="k")
+    (tmp_path / "mine.ipynb").write_text("{}")
     pool = InstantPool(Result("graded", "", (CellResult("toy", "test_add", 1.0, 1.0, True, ""),),
                               feedback={"toy.html": "<p>your grade</p>"}))
     options = Options(tmp_path / "in", tmp_path / "out", 1, progress=False)

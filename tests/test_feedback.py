@@ -14,10 +14,10 @@ import nbformat
 import pytest
 
 from autograder.feedback import (HIDDEN_OUTPUT, HIDDEN_PLACEHOLDER, OUTPUT_LIMIT, cell_message, hidden_lines,
-                                 incidents, sanitize_for_feedback, shorten)
+                                 WRAP_STYLE, incidents, sanitize_for_feedback, shorten, wrapped)
 from autograder.safe_html import CSP_META, with_csp
 from autograder.records import CellResult, Result, Template
-from autograder.report import failure_summary, failures, render_report, student_table
+from autograder.report import failure_summary, failures, not_attempted, render_report, student_table
 
 HIDDEN_TEST = "x = 1\n### BEGIN HIDDEN TESTS\nassert secret_check(add)\n### END HIDDEN TESTS\n"
 
@@ -356,8 +356,41 @@ def test_the_student_table_shows_each_score_and_what_failed() -> None:
     rows[1]["result"] = Result("graded", "", (_cell("test_add", "NotImplementedError: "),
                                               _cell("test_mean", "AssertionError: x")))
     table = {entry["id"]: entry["assignments"]["toy"] for entry in student_table(rows, ["toy"])}
-    assert table["ada"] == {"score": 3.0, "max_score": 5.0, "failed": "test_mean"}
+    assert table["ada"] == {"score": 3.0, "max_score": 5.0, "failed": "test_mean", "late": False, "pending": [],
+                            "pages": []}
     assert table["bo"]["failed"] == "test_add (not attempted), test_mean"
     assert table["<img src=x onerror=alert(1)>"]["failed"] == "not graded: x"
     page = render_report(rows, templates)
-    assert "<h2>Students</h2>" in page and "<td class=n>3 / 5</td><td>test_mean</td>" in page
+    assert '<h2 id="students">Students</h2>' in page
+    assert '<td class=n><a href="feedback/ada/toy/toy.html">3 / 5</a></td><td></td><td>test_mean</td>' in page
+
+
+def test_a_hidden_test_of_an_unattempted_function_counts_as_not_attempted() -> None:
+    """A hidden test that checks what the untouched stub raises says so in a CheckFailed, not a mistake."""
+    stub = _cell("test_mean_hidden", "CheckFailed: mean([]) should raise ValueError, but it raised NotImplementedError: ")
+    rows = [{"student_id": "blank", "assignment": "toy", "score": 0.0, "max_score": 5.0, "reason": "",
+             "result": Result("graded", "", (stub,))}]
+    assert not_attempted(stub) and failures(rows) == []
+    assert not not_attempted(_cell("test_mean", "CheckFailed: mean([]) should raise ValueError, but it returned 0"))
+
+
+def test_the_student_table_comes_before_the_code_and_shows_late_names_links_and_pending() -> None:
+    from autograder.similarity import Pair, Similarity
+
+    rows, templates = _rows()
+    rows[0] |= {"late": True, "lms_name": "Ada Lovelace"}
+    rows[1] |= {"pending": ["explain"]}
+    code = "def add(a, b): return a + b"
+    pair = Pair(assignment="toy", student_a="ada", student_b="bo", similarity=1.0, shared=9, code_a=code,
+                code_b=code, spans_a=((0, 5),), spans_b=((0, 5),))
+    page = render_report(rows, templates, Similarity(0.5, {"toy": 2}, (pair,)))
+    assert page.index('<h2 id="students">') < page.index('<h2 id="similar-code">') < page.index("<mark>")
+    assert "<th>name</th>" in page and "<td>ada</td><td>Ada Lovelace</td>" in page
+    assert '<a href="feedback/ada/toy/toy.html">3 / 5</a></td><td>late</td>' in page
+    assert "3 / 5</a> (pending: explain)</td><td></td>" in page
+    assert "feedback/%3Cimg" not in page, "a row that was not graded has no feedback page to link"
+
+
+def test_a_feedback_page_wraps_long_lines() -> None:
+    page = wrapped("<html><head><title>t</title></head><body><pre>" + "x" * 5000 + "</pre></body></html>")
+    assert page.index(WRAP_STYLE) < page.index("<title>") and "white-space: pre-wrap" in WRAP_STYLE

@@ -1,0 +1,216 @@
+"""The output folder is the class's record for the whole term (issue 33, items 1-7): a run adds to what is stored
+and never drops or zeroes an earlier row, feedback page or gradebook score; the class files cover everything
+stored; a student keeps one id; two runs at once are refused; outputs are the instructor's only; a rerun says
+which grades changed; an output folder that cannot be made is one error line."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import stat
+from pathlib import Path
+
+import pytest
+
+from autograder.__main__ import main
+from autograder.class_record import OutputUnavailable, open_output
+from autograder.layout import OutputFolder
+from autograder.records import CellResult, Options, Result, Task, Template
+from autograder.submissions import Found, find, select
+from tests.grading_helpers import (FIXTURE_SOURCE, InstantPool, grade_cli, read_grades, released_notebooks,
+                                   require_sandbox, solution_sources, student_notebook, write_zip)
+
+TOY = Template("toy", "key", Path("/nonexistent"), ("toy",), (("toy", "test_add", 1.0),))
+
+
+class RecordingGradebook:
+    """Stands in for `autograder.gradebook.ClassGradebook`: which (student, assignment) each run recorded."""
+
+    recorded: list[tuple[str, str, str]] = []
+
+    def __init__(self, *args) -> None: ...
+
+    def record(self, task: Task, result: Result) -> None:
+        RecordingGradebook.recorded.append((task.student, task.assignment, result.status))
+
+    def manual_scores(self, *args) -> dict:
+        return {}
+
+    def close(self) -> None: ...
+
+
+def _run(tmp_path: Path, monkeypatch, tasks: list[Task], result: Result, capsys=None) -> tuple[int, str]:
+    from autograder import grade, gradebook
+
+    monkeypatch.setattr(gradebook, "ClassGradebook", RecordingGradebook)
+    RecordingGradebook.recorded = []
+    for task in tasks:
+        for path in filter(None, task.notebooks.values()):
+            Path(path).write_text("{}")
+    options = Options(tmp_path / "in", tmp_path / "out", 1, progress=False)
+    status = grade._grade_tasks(options, tasks, {"toy": TOY}, InstantPool(result), tmp_path)
+    return status, capsys.readouterr().err if capsys else ""
+
+
+def _graded(points: float) -> Result:
+    return Result("graded", "", (CellResult("toy", "test_add", points, 1.0, points >= 1.0, ""),),
+                  feedback={"toy.html": "<p>feedback</p>"})
+
+
+def _task(tmp_path: Path, student: str, key: str = "k") -> Task:
+    return Task(student, "toy", {"toy": str(tmp_path / f"{student}-{key}.ipynb")}, key=key)
+
+
+def test_a_no_submission_never_replaces_a_stored_grade(tmp_path: Path, monkeypatch) -> None:
+    _run(tmp_path, monkeypatch, [_task(tmp_path, "ada"), _task(tmp_path, "bo")], _graded(1.0))
+    missing = Task("ada", "toy", problem="no submission (expected toy.ipynb)", missing=True)
+    _run(tmp_path, monkeypatch, [missing], _graded(1.0))
+    out = OutputFolder(tmp_path / "out")
+    assert read_grades(out.root)[("ada", "toy")]["score"] == "1", "the stored grade was replaced"
+    assert (out.feedback("ada", "toy") / "toy.html").exists(), "the stored feedback page was deleted"
+    assert RecordingGradebook.recorded == [], "a 'no submission' zeroed the gradebook's scores"
+
+
+def test_a_one_student_regrade_keeps_every_row_of_the_class_files(tmp_path: Path, monkeypatch) -> None:
+    _run(tmp_path, monkeypatch, [_task(tmp_path, "ada"), _task(tmp_path, "bo")], _graded(1.0))
+    _run(tmp_path, monkeypatch, [_task(tmp_path, "ada", "resubmitted")], _graded(0.0))
+    grades = read_grades(tmp_path / "out")
+    assert sorted(grades) == [("ada", "toy"), ("bo", "toy")]
+    assert (grades[("ada", "toy")]["score"], grades[("bo", "toy")]["score"]) == ("0", "1")
+    report = OutputFolder(tmp_path / "out").report.read_text()
+    assert "bo" in report and "ada" in report
+
+
+def test_a_rerun_says_which_grades_changed(tmp_path: Path, monkeypatch, capsys) -> None:
+    _run(tmp_path, monkeypatch, [_task(tmp_path, "ada"), _task(tmp_path, "bo")], _graded(1.0), capsys)
+    status, said = _run(tmp_path, monkeypatch, [_task(tmp_path, "ada", "resubmitted"), _task(tmp_path, "bo")],
+                        _graded(0.0), capsys)
+    assert status == 0
+    assert "1 grades changed (old -> new):\n  ada toy: 1 -> 0 (of 1)" in said, said
+    assert "bo toy" not in said, "an unchanged (reused) grade is not a change"
+
+
+def test_outputs_are_the_instructors_only(tmp_path: Path, monkeypatch) -> None:
+    given = os.umask(0o022)
+    out = OutputFolder(tmp_path / "out")
+    held = open_output(out)
+    try:
+        _run(tmp_path, monkeypatch, [_task(tmp_path, "ada")], _graded(1.0))
+    finally:
+        held.close()
+    assert os.umask(given) == 0o022, "the run did not give the umask back"
+    paths = [out.root, *out.root.rglob("*")]
+    assert paths[1:], "nothing was written"
+    for path in paths:
+        mode = stat.S_IMODE(path.stat().st_mode)
+        assert mode & 0o077 == 0, f"{path} is {oct(mode)}: readable by others"
+
+
+def test_an_older_world_readable_folder_is_closed(tmp_path: Path) -> None:
+    out = OutputFolder(tmp_path / "out")
+    out.root.mkdir(mode=0o755)
+    out.root.chmod(0o755)
+    open_output(out).close()
+    assert stat.S_IMODE(out.root.stat().st_mode) == 0o700
+
+
+def _one_error(capsys) -> str:
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), captured
+    return lines[0]
+
+
+def test_a_second_run_into_the_same_folder_is_refused(tmp_path: Path, capsys) -> None:
+    (tmp_path / "subs" / "ada" / "toy").mkdir(parents=True)
+    out = OutputFolder(tmp_path / "out")
+    held = open_output(out)
+    try:
+        with pytest.raises(OutputUnavailable):
+            open_output(out)
+        assert main(["grade", str(tmp_path / "subs"), "--out", str(out.root), "--source", str(FIXTURE_SOURCE)]) == 2
+        line = _one_error(capsys)
+        assert f"another grading run (pid {os.getpid()}) is writing to {out.root}" in line, line
+    finally:
+        held.close()
+    open_output(out).close()  # released: the next run may start
+
+
+def test_an_output_folder_that_cannot_be_made_is_one_error_line(tmp_path: Path, capsys) -> None:
+    (tmp_path / "subs" / "ada" / "toy").mkdir(parents=True)
+    (tmp_path / "a-file").write_text("not a folder")
+    assert main(["grade", str(tmp_path / "subs"), "--out", str(tmp_path / "a-file" / "out"),
+                 "--source", str(FIXTURE_SOURCE)]) == 2
+    assert f"--out {tmp_path / 'a-file' / 'out'} cannot be used" in _one_error(capsys)
+
+
+def test_assignment_filter_keeps_the_canvas_user_id_and_the_late_flag() -> None:
+    found = {"ada": Found({"toy": [Path("toy.ipynb")], "toy_torch": [Path("toy_torch.ipynb")]},
+                         lms_user_id="11", late={"toy", "toy_torch"})}
+    (chosen,) = select(found, (), ("toy",)).values()
+    assert (chosen.lms_user_id, chosen.late) == ("11", {"toy"})
+
+
+NOTEBOOKS = {"toy.ipynb": "toy", "toy_torch.ipynb": "toy_torch"}
+
+
+def test_a_canvas_student_keeps_the_id_the_folder_uses(tmp_path: Path) -> None:
+    both = write_zip(tmp_path / "both.zip", {"smithjohn_11_1_toy.ipynb": b"{}", "smithjohn_12_2_toy.ipynb": b"{}"})
+    found, _ = find(both, NOTEBOOKS, tmp_path / "s1")
+    assert sorted(found) == ["smithjohn_11", "smithjohn_12"]
+    known = {entry.lms_user_id: student for student, entry in found.items()}
+    one = write_zip(tmp_path / "one.zip", {"smithjohn_11_3_toy_torch.ipynb": b"{}"})
+    assert sorted(find(one, NOTEBOOKS, tmp_path / "s2", known=known)[0]) == ["smithjohn_11"]
+    # The other way round: the id a lone Smith got stays his, and another Smith never takes it.
+    first, _ = find(one, NOTEBOOKS, tmp_path / "s3")
+    known = {entry.lms_user_id: student for student, entry in first.items()}
+    assert known == {"11": "smithjohn"}
+    assert sorted(find(both, NOTEBOOKS, tmp_path / "s4", known=known)[0]) == ["smithjohn", "smithjohn_12"]
+    other = write_zip(tmp_path / "other.zip", {"smithjohn_12_4_toy.ipynb": b"{}"})
+    assert sorted(find(other, NOTEBOOKS, tmp_path / "s5", known=known)[0]) == ["smithjohn_12"]
+
+
+def _reference(released: dict[str, Path], assignment: str) -> str:
+    return json.dumps(student_notebook(released[assignment],
+                                       solution_sources(FIXTURE_SOURCE / assignment / f"{assignment}.ipynb")))
+
+
+def _gradebook_scores(db: Path) -> dict[tuple[str, str], float]:
+    query = ("select st.id, a.name, sum(g.auto_score) from grade g join submitted_notebook n on g.notebook_id = n.id "
+             "join submitted_assignment s on n.assignment_id = s.id join assignment a on s.assignment_id = a.id "
+             "join student st on s.student_id = st.id group by st.id, a.name")
+    with sqlite3.connect(db) as connection:
+        return {(student, assignment): score for student, assignment, score in connection.execute(query)}
+
+
+@pytest.mark.slow
+def test_grading_another_assignment_into_the_folder_keeps_the_earlier_ones(tmp_path: Path) -> None:
+    """The issue's reproduction: a Canvas zip of one assignment, then one of another in which one student also
+    handed in the first assignment's notebook (so every other student 'has no submission' of it)."""
+    require_sandbox()
+    released = released_notebooks(tmp_path / "templates")
+    toy, torch = _reference(released, "toy"), _reference(released, "toy_torch")
+    first = write_zip(tmp_path / "a1.zip", {"ada_11_901_toy.ipynb": toy, "bo_12_902_toy.ipynb": toy})
+    second = write_zip(tmp_path / "a2.zip", {"ada_11_903_toy_torch.ipynb": torch, "bo_12_904_toy_torch.ipynb": torch,
+                                             "bo_12_905_toy.ipynb": toy})
+    out = OutputFolder(tmp_path / "out")
+    for archive in (first, second):
+        run = grade_cli(archive, "--out", out.root, "--source", FIXTURE_SOURCE, "--jobs", "2", "--quiet")
+        assert run.returncode == 0, run.stderr
+    grades = read_grades(out.root)
+    assert {k: (r["score"], r["lms_user_id"]) for k, r in grades.items()} == {
+        ("ada", "toy"): ("5", "11"), ("bo", "toy"): ("5", "12"), ("ada", "toy_torch"): ("2", "11"),
+        ("bo", "toy_torch"): ("2", "12")}
+    assert all(any(out.feedback(s, a).glob("*.html")) for s, a in grades), "a feedback page was deleted"
+    assert _gradebook_scores(out.gradebook) == {("ada", "toy"): 5.0, ("bo", "toy"): 5.0, ("ada", "toy_torch"): 2.0,
+                                                ("bo", "toy_torch"): 2.0}
+    # Another folder sharing this gradebook (--db), where ada's toy is 'no submission', zeroes none of it.
+    shared = grade_cli(second, "--out", tmp_path / "other", "--source", FIXTURE_SOURCE, "--jobs", "2", "--quiet",
+                       "--db", f"sqlite:///{out.gradebook}")
+    assert shared.returncode == 0, shared.stderr
+    assert _gradebook_scores(out.gradebook)[("ada", "toy")] == 5.0, "a shared gradebook lost ada's grade"
+    # ada's toy was not in the second zip: the pair is found from the hand-in the folder kept.
+    assert "\ntoy,ada,bo," in out.similarity.read_text()
+    report = out.report.read_text()
+    assert report.count("toy_torch") and "Similar code" in report

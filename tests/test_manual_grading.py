@@ -1,0 +1,118 @@
+"""Manual grading as nbgrader users expect (issue 33, item 14): a course that adds a "manually graded answer" and a
+"manually graded task" cell has them left for manual grading (flagged in the class gradebook, never an automatic
+0, the feedback says pending); formgrader finds the autograded notebooks and the gradebook in the output folder;
+points given through nbgrader's gradebook API flow into grades.csv and the report; plain nbgrader reads the
+course's config without a warning."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from autograder.layout import OutputFolder
+from autograder.nbgrader_course import course_id
+from course import ROOT
+from tests.grading_helpers import (FIXTURE_SOURCE, grade_cli, read_grades, released_notebooks, require_sandbox,
+                                   solution_sources, student_notebook, write_submission)
+
+ANSWER = {"cell_type": "markdown", "metadata": {"nbgrader": {
+    "grade": True, "solution": True, "locked": False, "points": 2, "grade_id": "explain", "schema_version": 3}},
+    "source": "Explain why `add` is commutative.\n\n=== BEGIN MARK SCHEME ===\nAny argument.\n=== END MARK SCHEME ==="}
+TASK = {"cell_type": "markdown", "metadata": {"nbgrader": {
+    "grade": False, "solution": False, "task": True, "locked": True, "points": 1, "grade_id": "plot_task",
+    "schema_version": 3}}, "source": "Plot `add` over a grid (graded by hand)."}
+
+
+def manual_course(folder: Path) -> Path:
+    """The fixture course with a manually graded answer and a manually graded task added to ``toy``."""
+    source = folder / "source"
+    shutil.copytree(FIXTURE_SOURCE, source)
+    path = source / "toy" / "toy.ipynb"
+    notebook = json.loads(path.read_text())
+    notebook["cells"] += [ANSWER, TASK]
+    path.write_text(json.dumps(notebook))
+    return source
+
+
+@pytest.fixture(scope="module")
+def manual(tmp_path_factory):
+    require_sandbox()
+    root = tmp_path_factory.mktemp("manual")
+    source = manual_course(root)
+    released = released_notebooks(root / "templates", source)["toy"]
+    answers = solution_sources(FIXTURE_SOURCE / "toy" / "toy.ipynb") | {"explain": "a + b == b + a for numbers."}
+    write_submission(root / "subs", "ada", "toy", student_notebook(released, answers))
+    out = OutputFolder(root / "out")
+    first = grade_cli(root / "subs", "--out", out.root, "--source", source, "--jobs", "1", "--quiet")
+    return {"out": out, "first": first, "root": root, "source": source}
+
+
+def _grade(out: OutputFolder, grade_id: str):
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{out.gradebook}", course_id()) as gradebook:
+        grade = gradebook.find_grade(grade_id, "toy", "toy", "ada")
+        return grade.auto_score, grade.manual_score, grade.needs_manual_grade
+
+
+def test_a_manual_cell_is_left_for_manual_grading(manual) -> None:
+    out, first = manual["out"], manual["first"]
+    assert first.returncode == 0, first.stderr
+    row = read_grades(out.root)[("ada", "toy")]
+    assert (row["score"], row["max_score"]) == ("5", "8"), row
+    assert row["reason"] == "manual grading pending: 3 points (explain, plot_task)", row
+    assert _grade(out, "explain") == (None, None, True), "the answer was given an automatic score"
+    assert _grade(out, "plot_task") == (None, None, True)
+    assert _grade(out, "test_add") == (1.0, None, False)
+    page = (out.feedback("ada", "toy") / "toy.html").read_text()
+    assert page.count("Pending: this answer is graded by hand") == 2, "the feedback does not say it is pending"
+    assert "pending" in out.report.read_text()
+
+
+def test_formgrader_finds_the_submission_in_the_output_folder(manual) -> None:
+    """nbgrader's formgrader opens `autograded/<student>/<assignment>/<notebook>.ipynb` under the course root of
+    the config it reads: the one grade writes into the output folder."""
+    from traitlets.config.loader import PyFileConfigLoader
+
+    from nbgrader.coursedir import CourseDirectory
+
+    out = manual["out"]
+    config = PyFileConfigLoader("nbgrader_config.py", str(out.root)).load_config()
+    coursedir = CourseDirectory(config=config)
+    autograded = Path(coursedir.format_path(coursedir.autograded_directory, "ada", "toy")) / "toy.ipynb"
+    assert autograded.is_file(), f"formgrader would answer 404 for {autograded}"
+    cells = {c["metadata"].get("nbgrader", {}).get("grade_id") for c in json.loads(autograded.read_text())["cells"]}
+    assert {"explain", "plot_task", "test_add"} <= cells
+    assert coursedir.db_url == f"sqlite:///{out.gradebook}"
+
+
+def test_manual_points_given_through_the_gradebook_api_reach_grades_csv(manual) -> None:
+    from nbgrader.api import Gradebook
+
+    out = manual["out"]
+    with Gradebook(f"sqlite:///{out.gradebook}", course_id()) as gradebook:
+        grade = gradebook.find_grade("explain", "toy", "toy", "ada")
+        grade.manual_score = 1.5
+        gradebook.db.commit()
+    again = grade_cli(manual["root"] / "subs", "--out", out.root, "--source", manual["source"], "--jobs", "1",
+                      "--quiet")
+    assert again.returncode == 0 and "(0 run now, 1 kept from an earlier run)" in again.stderr, again.stderr
+    row = read_grades(out.root)[("ada", "toy")]
+    assert (row["score"], row["reason"]) == ("6.5", "manual grading pending: 1 points (plot_task)"), row
+    assert _grade(out, "explain") == (None, 1.5, False), "a rerun overwrote the manual score"
+
+
+def test_plain_nbgrader_reads_the_course_config_without_warnings(caplog) -> None:
+    """The root nbgrader_config.py loads the course's, and nbgrader's Execute knows every option set in it."""
+    from traitlets.config.loader import PyFileConfigLoader
+
+    from nbgrader.preprocessors import Execute
+
+    config = PyFileConfigLoader("nbgrader_config.py", str(ROOT)).load_config()
+    assert (config.CourseDirectory.source_directory, config.CourseDirectory.course_id) == ("solutions", course_id())
+    with caplog.at_level("WARNING"):
+        Execute(config=config)
+    assert "not recognized" not in caplog.text, caplog.text
