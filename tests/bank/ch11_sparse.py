@@ -147,7 +147,7 @@ def block_mask(mask_mod, n_q, n_k, block_size=128):
             "torch.softmax(torch.cat(scores, dim=-1), dim=-1)"), message="see no key"),
     _wrong("block_sparse_attention", "mask of a partial tile inverted",
            ("s = s.masked_fill(~torch.as_tensor(allowed", "s = s.masked_fill(torch.as_tensor(allowed"),
-           message="against flex_attention with create_block_mask"),
+           message="against SDPA with the boolean mask"),
     _wrong("block_sparse_attention", "the partial tile's indices not clipped at a ragged edge",
            ("ks = slice(c * block_size, min((c + 1) * block_size, n_k))", "ks = slice(c * block_size, (c + 1) * block_size)"),
            message="raised"),
@@ -166,7 +166,7 @@ def block_sparse_attention(q, k, v, mask_mod, block_size=128):
                 s = s.masked_fill(~allowed, float("-inf"))
             out[..., qs, :] += torch.nan_to_num(torch.softmax(s, dim=-1)) @ v[..., ks, :]
     return out
-''', message="against flex_attention with create_block_mask"),
+''', message="against SDPA with the boolean mask"),
     # index_scores
     _wrong("index_scores", "no ReLU", ("torch.relu(dots)", "dots"), message="no ReLU on the heads' scores"),
     _wrong("index_scores", "no 1/sqrt(D_I) scale", (" / math.sqrt(q_idx.shape[-1])", ""), message="no 1/sqrt(D_I) scale"),
