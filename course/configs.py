@@ -196,3 +196,39 @@ LONG_CONTEXT_SOURCE = ("Meta 2024, The Llama 3 Herd of Models (a context window 
 LLAMA2_CONTEXT_TOKENS = 4096
 LLAMA2_CONTEXT_SOURCE = ("Touvron et al. 2023, Llama 2, Table 1 (context length 4k); config.json of "
                          "meta-llama/Llama-2-7b-hf (max_position_embeddings: 4096)")
+
+
+@dataclass(frozen=True)
+class SparseIndexer:
+    """DeepSeek Sparse Attention (DSA) in a published model: the lightning indexer and the main attention it feeds.
+
+    The main attention is multi-head latent attention run against the latent: each head scores a query of
+    kv_latent_dim + rope_dim numbers against one shared key of the same width and reads kv_latent_dim values.
+    """
+
+    name: str
+    num_layers: int
+    num_heads: int  # heads of the main attention
+    kv_latent_dim: int
+    rope_dim: int
+    index_heads: int
+    index_head_dim: int
+    top_k: int  # keys each query keeps
+    max_context: int
+    source: str
+
+
+DEEPSEEK_V32 = SparseIndexer(
+    "DeepSeek-V3.2", num_layers=61, num_heads=128, kv_latent_dim=512, rope_dim=64, index_heads=64, index_head_dim=128,
+    top_k=2048, max_context=163840,
+    source="DeepSeek-AI 2025, DeepSeek-V3.2-Exp: Boosting Long-Context Efficiency with DeepSeek Sparse Attention "
+           "(technical report, github.com/deepseek-ai/DeepSeek-V3.2-Exp), section 2: the lightning indexer and top-2048 "
+           "selection; config.json of deepseek-ai/DeepSeek-V3.2 (index_n_heads 64, index_head_dim 128, index_topk 2048, "
+           "61 layers, 128 heads, kv_lora_rank 512, qk_rope_head_dim 64), the defaults of transformers' DeepseekV32Config")
+
+GLM5 = SparseIndexer(
+    "GLM-5", num_layers=78, num_heads=64, kv_latent_dim=512, rope_dim=64, index_heads=32, index_head_dim=128, top_k=2048,
+    max_context=202752,
+    source="config.json of zai-org/GLM-5 (index_n_heads 32, index_head_dim 128, index_topk 2048, 78 layers, 64 heads, "
+           "kv_lora_rank 512, qk_rope_head_dim 64, max_position_embeddings 202752), the defaults of transformers' "
+           "GlmMoeDsaConfig")

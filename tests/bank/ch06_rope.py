@@ -1,6 +1,6 @@
 """Chapter 6 answers: rope_frequencies, apply_rope, LlamaAttention."""
 
-from tests.bank import Answer
+from tests.bank import Answer, mutant
 
 ASSIGNMENT = "06_rope"
 
@@ -263,4 +263,94 @@ WRONG += [
     Answer("LlamaAttention", "ignores rope_base: apply_rope with its default base 10000", _swap(
         _LLAMA, "apply_rope(q, pos, self.rope_base), apply_rope(k, pos, self.rope_base)",
         "apply_rope(q, pos), apply_rope(k, pos)")),
+]
+
+# yarn_frequencies: one-line mutations of the reference, and three answers written apart.
+_YARN_MIX = "    inv_freq = theta * (1 - ramp) + (theta / factor) * ramp\n"
+_YARN_FACTOR = "    attention_factor = 0.1 * math.log(factor) + 1.0 if factor > 1 else 1.0\n"
+_YARN_CLAMP = "    low, high = max(low, 0), min(high, head_dim - 1)\n"
+WRONG += [
+    mutant(ASSIGNMENT, "yarn_frequencies", "the ramp reversed",
+           (_YARN_MIX, "    inv_freq = theta * ramp + (theta / factor) * (1 - ramp)\n"), message="the ramp reversed"),
+    mutant(ASSIGNMENT, "yarn_frequencies", "position interpolation for every pair",
+           (_YARN_MIX, "    inv_freq = theta / factor\n"), message="position interpolation everywhere"),
+    mutant(ASSIGNMENT, "yarn_frequencies", "truncate ignored: never rounded",
+           ("    if truncate:\n", "    if False:\n"), message="truncate ignored: the bounds never rounded"),
+    mutant(ASSIGNMENT, "yarn_frequencies", "truncate ignored: always rounded",
+           ("    if truncate:\n", "    if True:\n"), message="truncate ignored: the bounds always rounded"),
+    mutant(ASSIGNMENT, "yarn_frequencies", "bounds not clamped", (_YARN_CLAMP, ""),
+           message="the bounds not clamped to [0, head_dim - 1]"),
+    mutant(ASSIGNMENT, "yarn_frequencies", "theta multiplied by the factor",
+           (_YARN_MIX, "    inv_freq = theta * (1 - ramp) + (theta * factor) * ramp\n"),
+           message="theta_i multiplied by factor instead of divided"),
+    mutant(ASSIGNMENT, "yarn_frequencies", "attention factor without the + 1",
+           (_YARN_FACTOR, "    attention_factor = 0.1 * math.log(factor) if factor > 1 else 1.0\n"),
+           message="0.1 ln(factor) without the + 1"),
+    mutant(ASSIGNMENT, "yarn_frequencies", "DeepSeek's squared multiplier returned as the attention factor",
+           (_YARN_FACTOR, "    attention_factor = (0.1 * math.log(factor) + 1.0) ** 2 if factor > 1 else 1.0\n"),
+           message="DeepSeek's softmax multiplier"),
+    mutant(ASSIGNMENT, "yarn_frequencies", "beta_fast and beta_slow swapped",
+           ("low, high = pair_index(beta_fast), pair_index(beta_slow)",
+            "low, high = pair_index(beta_slow), pair_index(beta_fast)"), message="against transformers' ROPE_INIT"),
+    mutant(ASSIGNMENT, "yarn_frequencies", "attention factor returned as a tensor",
+           (_YARN_FACTOR, "    attention_factor = 0.1 * torch.log(torch.tensor(factor)) + 1.0 if factor > 1 else 1.0\n"),
+           message="is a Python float"),
+]
+
+RIGHT += [
+    Answer("yarn_frequencies", "in float64 with transformers' names, cast at the end", '''
+import math
+
+
+def yarn_frequencies(head_dim, base, factor, original_max_position, beta_fast=32.0, beta_slow=1.0, truncate=True):
+    def correction_dim(rotations):
+        return (head_dim * math.log(original_max_position / (rotations * 2 * math.pi))) / (2 * math.log(base))
+
+    low, high = correction_dim(beta_fast), correction_dim(beta_slow)
+    if truncate:
+        low, high = math.floor(low), math.ceil(high)
+    low, high = max(low, 0), min(high, head_dim - 1)
+    if low == high:
+        high += 0.001
+    pos_freqs = base ** (torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim)
+    extrapolation = 1.0 - torch.clamp((torch.arange(head_dim // 2, dtype=torch.float64) - low) / (high - low), 0, 1)
+    inv_freq = 1.0 / (factor * pos_freqs) * (1 - extrapolation) + 1.0 / pos_freqs * extrapolation
+    return inv_freq.float(), (0.1 * math.log(factor) + 1.0) if factor > 1 else 1.0
+'''),
+    Answer("yarn_frequencies", "a Python loop over the pairs", '''
+import math
+
+
+def yarn_frequencies(head_dim, base, factor, original_max_position, beta_fast=32.0, beta_slow=1.0, truncate=True):
+    def bound(r):
+        return head_dim * math.log(original_max_position / (2 * math.pi * r)) / (2 * math.log(base))
+
+    lo, hi = bound(beta_fast), bound(beta_slow)
+    if truncate:
+        lo, hi = float(math.floor(lo)), float(math.ceil(hi))
+    lo, hi = max(lo, 0.0), min(hi, head_dim - 1.0)
+    if lo == hi:
+        hi = hi + 0.001
+    speeds = []
+    for i in range(head_dim // 2):
+        theta = base ** (-2 * i / head_dim)
+        gamma = min(max((i - lo) / (hi - lo), 0.0), 1.0)
+        speeds.append(theta * (1 - gamma) + theta / factor * gamma)
+    scale = 1.0 if factor <= 1 else 1.0 + 0.1 * math.log(factor)
+    return torch.tensor(speeds, dtype=torch.float32), float(scale)
+'''),
+    Answer("yarn_frequencies", "torch.lerp between the two speeds", '''
+import math
+
+
+def yarn_frequencies(head_dim, base, factor, original_max_position, beta_fast=32.0, beta_slow=1.0, truncate=True):
+    i = torch.arange(head_dim // 2, dtype=torch.float32)
+    theta = 1.0 / base ** (2 * i / head_dim)
+    d = lambda r: head_dim * (math.log(original_max_position) - math.log(2 * math.pi * r)) / (2 * math.log(base))
+    low, high = (math.floor(d(beta_fast)), math.ceil(d(beta_slow))) if truncate else (d(beta_fast), d(beta_slow))
+    low, high = max(0, low), min(head_dim - 1, high)
+    high = high + 0.001 if high == low else high
+    ramp = torch.clip((i - low) / (high - low), 0.0, 1.0)
+    return torch.lerp(theta, theta / factor, ramp), max(1.0, 0.1 * math.log(max(factor, 1.0)) + 1.0)
+'''),
 ]
