@@ -166,7 +166,9 @@ def _build_class(folder: Path, released: dict[str, Path], machine: dict) -> dict
     deleted["cells"] = [c for c in deleted["cells"]
                         if c["metadata"].get("nbgrader", {}).get("grade_id") not in ("test_add", "test_add_hidden")]
     submit("deletes-tests", deleted)
-    expected["deletes-tests"] = (2, True, "")
+    # A deleted test cell is put back from the released notebook (autograder.restore_cells), with a note: the
+    # reference answers then earn every point, as they would with the tests in place.
+    expected["deletes-tests"] = (5, True, "deleted: restored from")
     submit("always_equal", student_notebook(toy, _answers(add=ALWAYS_EQUAL)))
     # Every trick below only changes the student's own kernel; the tests run outside it (trusted scoring), so
     # each earns what its honest answers earn: a wrong add (0 of 3) and the reference mean (2 of 2).
