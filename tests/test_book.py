@@ -16,6 +16,7 @@ import yaml
 
 from course import ROOT
 from course.chapters import chapters
+from course.machine import COLUMNS as MACHINE_COLUMNS
 from course.notebooks import code_cells
 
 pytestmark = pytest.mark.slow
@@ -152,7 +153,7 @@ def test_no_colab_link_opens_a_markdown_page(site: Path) -> None:
 
 # Three pages heavy in formulas and code, read in a real browser with every outside host unreachable.
 BROWSER_PAGES = ["book/02_scaled_attention.html", "book/06_rope.html", "book/07_flash_attention.html"]
-COLUMNS = 88  # code and printed lines fit this many columns (book/_static/course.css sizes the boxes)
+COLUMNS = MACHINE_COLUMNS  # code and printed lines fit this many columns (book/_static/course.css sizes the boxes)
 
 
 def test_pages_render_offline_in_a_browser(site: Path) -> None:
@@ -171,6 +172,16 @@ def test_pages_render_offline_in_a_browser(site: Path) -> None:
         assert report.formulas > 0 and report.typeset == report.formulas and not report.errors, \
             f"{page}: MathJax typeset {report.typeset} of {report.formulas} formulas ({report.errors} errors)"
         assert not report.overflowing, f"{page}: code wider than its box: {report.overflowing[:3]}"
+
+
+def test_the_machine_line_fits_the_page_whatever_the_machine_is_called() -> None:
+    from course.machine import describe_machine
+
+    long_cpu = "Intel(R) Xeon(R) Platinum 8480+ Processor with a very long marketing name @ 2.60GHz"
+    described = describe_machine(cpu=long_cpu, gpu="NVIDIA H100 80GB HBM3 " * 5)
+    assert all(len(line) <= COLUMNS for line in described.splitlines()), described
+    assert "Xeon" in described and "H100" in described, described
+    assert describe_machine(cpu="Intel(R) Xeon(R) Processor @ 2.60GHz").startswith("CPU: Intel Xeon @ 2.60GHz")
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS)

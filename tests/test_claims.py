@@ -42,6 +42,7 @@ import pytest
 
 from course import ROOT
 from course.chapters import chapters
+from course.trends import faster, growth
 
 # Quantities: a typed sentence that states one needs an assert (or is printed). Comparisons of
 # measurements (COMPARISONS, below) may not be typed at all.
@@ -174,7 +175,7 @@ kernelspec: {{display_name: Python 3, language: python, name: python3}}
 
 
 @pytest.mark.parametrize(("prose", "code", "flagged"), [
-    ("The tiled peak is 3 MiB here.", "print(tiled_mib)", ["MiB"]),
+    ("The tiled peak is 3 MiB here.", "print(tiled_mib)", ["peak"]),
     ("The tiled peak is 3 MiB here.", "assert tiled_mib < 4, 'tiled peak is not under 4 MiB'", []),
     ("The cache takes 12 MiB.", "x = 1", ["MiB"]),
     ("The cache takes {glue:text}`cache_mib` MiB.", "x = 1", ["MiB"]),
@@ -193,7 +194,7 @@ def test_a_caption_claim_needs_an_assert_in_its_cell(tmp_path: Path) -> None:
     cell = "---\nmystnb:\n  figure:\n    caption: The tiled peak is 3 MiB.\n---\nplot()"
     page = tmp_path / "page.md"
     page.write_text(_PAGE.format(prose="Text.", code=cell))
-    assert [claim.word for claim in unguarded_claims(page)] == ["MiB"]
+    assert [claim.word for claim in unguarded_claims(page)] == ["peak"]
     page.write_text(_PAGE.format(prose="Text.", code=cell.replace("plot()", "assert peak < 4\nplot()")))
     assert unguarded_claims(page) == []
 
@@ -202,7 +203,7 @@ def test_a_caption_claim_needs_an_assert_in_its_cell(tmp_path: Path) -> None:
     # an assert does not license a typed comparison: the sentence can say more than the assert checks
     ("The tiled peak stays flat.", "assert tiled[-1] < 3 * tiled[0]", ["flat"]),
     ("It is 4 times more than the tiled one.", "x = 1", ["4 times more"]),
-    ("Memory grows like $n^2$ here.", "x = 1", ["grows like"]),
+    ("Memory grows like $n^2$ here.", "x = 1", ["grows like ⟨math⟩"]),
     ("The decode point sits left of the ridge.", "x = 1", ["left of the ridge"]),
     ("## You will learn\n\n- why the tiled peak stays flat\n\n## Next", "x = 1", ["flat"]),
     ("## Summary\n\n- Chapter 2's peak grows quadratically.\n\n## Next", "x = 1", ["quadratically"]),
@@ -223,3 +224,19 @@ def test_a_typed_comparison_in_a_caption_fails_even_with_an_assert(tmp_path: Pat
     page = tmp_path / "page.md"
     page.write_text(_PAGE.format(prose="Text.", code=cell))
     assert [claim.word for claim in typed_comparisons(page)] == ["flat"]
+
+
+@pytest.mark.parametrize(("sizes", "values", "words"), [
+    # chapter 7's tiled peak, 1.90 -> 4.29 MiB for n = 256 -> 4096, is not flat
+    ([256, 4096], [1.90, 4.29], "grew like n^0.29, far slower than linearly"),
+    ([256, 512, 1024], [3.0, 3.0, 3.01], "stayed flat"),
+    ([256, 512, 1024], [1.0, 2.0, 4.0], "grew like n^1.00, about linearly"),
+    ([256, 512, 1024], [1.0, 4.0, 16.0], "grew like n^2.00, about quadratically"),
+    ([256, 512, 1024], [1.0, 2.8, 8.0], "grew like n^1.50, between linearly and quadratically"),
+])
+def test_growth_words_match_the_numbers(sizes: list[int], values: list[float], words: str) -> None:
+    assert growth(sizes, values) == words
+
+
+def test_faster_compares_times_with_a_tolerance() -> None:
+    assert (faster(1.0, 2.0), faster(2.0, 1.0), faster(1.0, 1.02)) == ("faster", "slower", "as fast")
