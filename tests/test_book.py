@@ -69,7 +69,7 @@ def test_the_book_builds_with_every_chapter(site: Path) -> None:
 @pytest.mark.parametrize("chapter", CHAPTERS)
 def test_each_chapter_has_figures_and_links_its_exercise(site: Path, chapter: str) -> None:
     html = (site / f"{chapter}.html").read_text()
-    figures = re.findall(r'<img[^>]+src="[^"]*_images/[^"]+\.png"', html)
+    figures = re.findall(r'<img[^>]+src="[^"]*_images/[^"]+\.(?:svg|png)"', html)
     assert len(figures) >= 2, f"{chapter} shows {len(figures)} figures made at build time; want at least 2"
     assignment = Path(chapter).name
     assert re.search(r'_downloads/[0-9a-f]+/[^"]+\.ipynb"', html), f"{chapter} has no download link to its notebook"
@@ -133,13 +133,13 @@ def test_each_chapter_works_an_example_before_calling_the_reference(chapter: str
 @pytest.mark.parametrize("chapter", CHAPTERS)
 def test_every_figure_has_alt_text_and_a_caption(site: Path, chapter: str) -> None:
     html = (site / f"{chapter}.html").read_text()
-    images = re.findall(r'<img[^>]+src="[^"]*_images/[^"]+\.png"[^>]*>', html)
+    images = re.findall(r'<img[^>]+src="[^"]*_images/[^"]+\.(?:svg|png)"[^>]*>', html)
     assert images, f"{chapter} has no build-time figure"
     for image in images:
         alt = re.search(r'alt="([^"]*)"', image)
         assert alt and len(alt.group(1).split()) >= 4, f"{chapter}: a figure lacks alt text: {image[:160]}"
     figures = re.findall(r"<figure.*?</figure>", html, re.S)
-    in_figures = sum(len(re.findall(r'<img[^>]+_images/[^"]+\.png', figure)) for figure in figures)
+    in_figures = sum(len(re.findall(r'<img[^>]+_images/[^"]+\.(?:svg|png)', figure)) for figure in figures)
     captioned = [figure for figure in figures if re.search(r"<figcaption>.*?\S.*?</figcaption>", figure, re.S)]
     assert in_figures == len(images), f"{chapter}: {len(images) - in_figures} figures are not in a <figure>"
     assert len(captioned) == len(figures), f"{chapter}: {len(figures) - len(captioned)} figures have no caption"
