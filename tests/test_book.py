@@ -205,3 +205,39 @@ def test_no_placeholder_hub_and_a_hub_button_only_for_a_named_hub(site: Path) ->
         assert "example.edu" not in html and "unpkg.com" not in html, f"{path.relative_to(site)}: placeholder or CDN"
         if not hub:
             assert "/hub/user-redirect/" not in html, f"{path.relative_to(site)} links a JupyterHub but none is named"
+
+
+SMALLEST_TEXT_PX = 9  # figure text, in CSS pixels, at a phone's and a desktop's width
+
+
+@pytest.mark.parametrize("width", [400, 800, 1400])
+def test_pages_work_on_a_phone_a_tablet_and_a_desktop(site: Path, width: int) -> None:
+    """Every page in headless Chromium `width` CSS pixels wide: the page never scrolls sideways,
+    every figure's smallest text is at least SMALLEST_TEXT_PX, and under 992 pixels (where the
+    sidebars fold away) a tap on the visible toggles opens the chapter list and the page's contents."""
+    from tests.browser import inspect_pages
+
+    pages = ["book/intro.html", *[f"{chapter}.html" for chapter in CHAPTERS]]
+    for page, report in inspect_pages(site, pages, width=width, tap_toggles=width < 992).items():
+        assert report.page_overflow <= 0, \
+            f"{page} at {width} px scrolls {report.page_overflow} px sideways: {report.sticking_out[:3]}"
+        small = [(source.rsplit("/", 1)[-1], px) for source, px in report.figure_text_px
+                 if px is None or px < SMALLEST_TEXT_PX]
+        assert not small, f"{page} at {width} px: figure text under {SMALLEST_TEXT_PX} CSS px (None: a bitmap): {small}"
+        if width < 992:
+            assert report.sidebars_open == (True, True), \
+                f"{page} at {width} px: a tap on the visible toggle opened (chapters, contents) = {report.sidebars_open}"
+
+
+def test_every_chapter_draws_its_further_reading_from_the_bibliography() -> None:
+    keys = set(re.findall(r"^@\w+\{([^,]+),", (ROOT / "references.bib").read_text(), re.M))
+    cited: set[str] = set()
+    for chapter in CHAPTERS:
+        source = (ROOT / f"{chapter}.md").read_text()
+        section = re.search(r"^## Further reading\n(.*?)(?=^## )", source, re.S | re.M)
+        assert section, f"{chapter} has no '## Further reading' section"
+        found = set(re.findall(r"\{cite:t?p?\}`([^`]+)`", section.group(1)))
+        assert found, f"{chapter}: its further reading cites nothing from references.bib"
+        assert found <= keys, f"{chapter} cites keys that references.bib lacks: {found - keys}"
+        cited |= found
+    assert keys <= cited, f"references.bib entries no chapter reads: {keys - cited}"
