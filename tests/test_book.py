@@ -241,3 +241,14 @@ def test_every_chapter_draws_its_further_reading_from_the_bibliography() -> None
         assert found <= keys, f"{chapter} cites keys that references.bib lacks: {found - keys}"
         cited |= found
     assert keys <= cited, f"references.bib entries no chapter reads: {keys - cited}"
+
+
+def test_the_setup_page_is_linked_from_the_intro_and_every_exercise(site: Path) -> None:
+    assert (site / "book/setup.html").is_file(), "the Set up page was not built"
+    for page in ["book/intro", *CHAPTERS]:
+        assert 'href="setup.html' in (site / f"{page}.html").read_text(), f"{page} does not link the Set up page"
+    setup = (ROOT / "book/setup.md").read_text()
+    requires = re.search(r'requires-python = ">=(\d+\.\d+)"', (ROOT / "pyproject.toml").read_text()).group(1)
+    assert f"Python {requires} or newer" in setup, f"the Set up page must ask for the Python pyproject.toml requires ({requires})"
+    assert "download.pytorch.org/whl/cpu" in setup and "nbgrader validate" in setup
+    assert re.search(r"^nbgrader==", (ROOT / "binder/requirements.txt").read_text(), re.M), "Binder cannot validate"
