@@ -216,6 +216,7 @@ def inspect_pages(site: Path, pages: list[str], width: int = 1280, height: int =
             targets = json.loads(urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=30).read())
             tab = _Tab(next(t["webSocketDebuggerUrl"] for t in targets if t["type"] == "page"))
             tab.call("Network.enable")
+            tab.call("Network.setCacheDisabled", cacheDisabled=True)  # each page as a first visit
             tab.call("Page.enable")
             tab.call("Emulation.setDeviceMetricsOverride", width=width, height=height, deviceScaleFactor=1,
                      mobile=width < 600)
