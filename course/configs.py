@@ -32,6 +32,9 @@ class ModelConfig:
     rope_dim: int | None = None
     rope_theta: float | None = None  # the RoPE base; None: no RoPE (learned positions)
     rope_scaling: str | None = None  # rope_scaling's rope_type in config.json, if any (Llama 3.1: "llama3")
+    rope_scaling_factor: float | None = None  # rope_scaling's factor in config.json, with rope_scaling
+    # The RoPE base of the local (sliding-window) layers where it differs from rope_theta (Gemma 3).
+    rope_local_theta: float | None = None
 
     @property
     def weight_bytes_fp16(self) -> int:
@@ -64,7 +67,8 @@ LLAMA2_7B = ModelConfig(
     "Llama 2 7B", num_layers=32, d_model=4096, num_heads=32, num_kv_heads=32, head_dim=128, num_params=6.74e9,
     intermediate_size=11008, gated_mlp=True, rope_theta=10000.0, max_context=4096,
     source="Touvron et al. 2023, Llama 2, Table 1; config.json of meta-llama/Llama-2-7b-hf "
-           "(intermediate_size 11008, rope_theta 10000.0, max_position_embeddings 4096)")
+           "(intermediate_size 11008, rope_theta 10000.0, max_position_embeddings 4096); transformers' "
+           "LlamaConfig defaults are that checkpoint's shapes")
 LLAMA2_70B = ModelConfig(
     "Llama 2 70B", num_layers=80, d_model=8192, num_heads=64, num_kv_heads=8, head_dim=128, num_params=68.98e9,
     intermediate_size=28672, gated_mlp=True, rope_theta=10000.0, max_context=4096,
@@ -79,6 +83,7 @@ LLAMA3_8B = ModelConfig(
 LLAMA31_8B = ModelConfig(
     "Llama 3.1 8B", num_layers=32, d_model=4096, num_heads=32, num_kv_heads=8, head_dim=128, num_params=8.03e9,
     intermediate_size=14336, gated_mlp=True, rope_theta=500000.0, max_context=131072, rope_scaling="llama3",
+    rope_scaling_factor=8.0,
     source="Meta 2024, The Llama 3 Herd of Models (context up to 128K tokens); config.json of "
            "meta-llama/Llama-3.1-8B (rope_theta 500000.0, rope_scaling.rope_type llama3, factor 8.0, "
            "max_position_embeddings 131072)")
@@ -89,15 +94,18 @@ MISTRAL_7B = ModelConfig(
     "Mistral 7B v0.1", num_layers=32, d_model=4096, num_heads=32, num_kv_heads=8, head_dim=128, num_params=7.24e9,
     intermediate_size=14336, gated_mlp=True, rope_theta=10000.0, max_context=8192, sliding_window=4096,
     source="Jiang et al. 2023, Mistral 7B, Table 1 (window_size 4096, context_len 8192, hidden_dim 14336); "
-           "config.json of "
-           "mistralai/Mistral-7B-v0.1 (sliding_window 4096, rope_theta 10000.0)")
+           "config.json of mistralai/Mistral-7B-v0.1 and transformers' MistralConfig, whose defaults are that "
+           "checkpoint (sliding_window 4096, rope_theta 10000.0, intermediate_size 14336; its "
+           "max_position_embeddings, 32768 in config.json and 131072 in MistralConfig, is not the trained "
+           "context: max_context follows the paper)")
 # num_params: counted, not published (the paper gives none): transformers' FalconConfig with the
 # config.json below, built on the meta device, has 6,921,720,704 unique parameters (the output
 # layer shares the embedding's weights).
 FALCON_7B = ModelConfig(
     "Falcon 7B", num_layers=32, d_model=4544, num_heads=71, num_kv_heads=1, head_dim=64, num_params=6.92e9,
     intermediate_size=4 * 4544, gated_mlp=False, rope_theta=10000.0, max_context=2048,
-    source="config.json of tiiuae/falcon-7b (multi_query: true, parallel_attn: true, vocab_size 65024); "
+    source="config.json of tiiuae/falcon-7b and transformers' FalconConfig, whose defaults are that checkpoint "
+           "(multi_query: true, parallel_attn: true, vocab_size 65024, rope_theta 10000.0); "
            "Almazrouei et al. 2023, The Falcon Series; parameters counted with transformers.FalconConfig")
 
 # Gemma 2 alternates local layers (a 4096-token sliding window) and global ones (the whole 8192-token
@@ -114,11 +122,13 @@ GEMMA2_9B = ModelConfig(
 GEMMA3_12B = ModelConfig(
     "Gemma 3 12B", num_layers=48, d_model=3840, num_heads=16, num_kv_heads=8, head_dim=256, num_params=12.2e9,
     intermediate_size=15360, gated_mlp=True, rope_theta=1_000_000.0, max_context=131072,
-    sliding_window=1024, global_every=6,
+    sliding_window=1024, global_every=6, rope_scaling="linear", rope_scaling_factor=8.0, rope_local_theta=10000.0,
     source="Gemma Team 2025, Gemma 3 Technical Report (arXiv:2503.19786), section 2 (5 local layers per global "
            "layer, local span 1024, 128K context) and Table 1 (parameters, vision encoder included); config.json "
            "of google/gemma-3-12b-pt (sliding_window 1024, sliding_window_pattern 6, intermediate_size 15360, "
-           "rope_theta 1000000.0 on global layers and rope_local_base_freq 10000.0 on local ones)")
+           "rope_theta 1000000.0 and rope_scaling {rope_type: linear, factor: 8.0} on global layers, "
+           "rope_local_base_freq 10000.0 on local ones); transformers' Gemma3TextConfig names the same fields "
+           "(rope_parameters per layer type, layer_types)")
 # DeepSeek-V2's attention computes 128 heads of keys and values (num_kv_heads=128, as if MHA) but caches
 # only the latent and the decoupled RoPE key: 512 + 64 numbers per token and layer.
 DEEPSEEK_V2 = ModelConfig(
@@ -128,9 +138,10 @@ DEEPSEEK_V2 = ModelConfig(
     # `layer_cost`'s MLP does not describe this model (it is not in PUBLISHED).
     intermediate_size=12288, gated_mlp=True,
     source="DeepSeek-AI 2024, DeepSeek-V2: A Strong, Economical, and Efficient Mixture-of-Experts Language Model "
-           "(arXiv:2405.04434), section 2.1 and Table 1 (d_c = 512, d_h^R = 64, 128 heads of 128, 60 layers); "
+           "(arXiv:2405.04434), section 3.1.2, Model Hyper-Parameters (d_c = 512, d_h^R = 64, 128 heads of 128, "
+           "60 layers, d_model 5120); "
            "config.json of deepseek-ai/DeepSeek-V2 (kv_lora_rank 512, qk_rope_head_dim 64, intermediate_size 12288, "
-           "rope_scaling yarn; the paper's 128K context)")
+           "rope_scaling yarn, factor 40; max_position_embeddings 163840, while max_context is the paper's 128K)")
 
 PUBLISHED = (LLAMA2_7B, LLAMA2_70B, LLAMA3_8B, MISTRAL_7B, FALCON_7B)
 

@@ -27,7 +27,11 @@ from pathlib import Path
 import websocket
 
 # What a page reports once MathJax's startup promise has settled: formulas Sphinx marked, those
-# MathJax typeset, MathJax error boxes, and code or output blocks wider than their box.
+# MathJax typeset, MathJax error boxes, code or output blocks wider than their box, how far the page
+# scrolls sideways and which elements of its content stick out of the window (not counting those
+# inside a box that scrolls or clips), the smallest text of each figure in CSS pixels (an SVG's
+# font size times the scale it is shown at; None for a bitmap, whose text cannot be measured), and
+# the page's load time and bytes.
 _INSPECT = """
 (async () => {
   if (window.MathJax && MathJax.startup && MathJax.startup.promise) { await MathJax.startup.promise; }
@@ -35,11 +39,71 @@ _INSPECT = """
   const wide = [...document.querySelectorAll('div.highlight pre, div.cell_output pre, div.output pre')]
     .filter(box => box.scrollWidth > box.clientWidth + 1)
     .map(box => box.textContent.split('\\n').reduce((a, b) => (b.length > a.length ? b : a), ''));
+  const width = document.documentElement.clientWidth;
+  const contained = el => {
+    for (let up = el.parentElement; up; up = up.parentElement) {
+      if (['auto', 'scroll', 'hidden', 'clip'].includes(getComputedStyle(up).overflowX)) { return true; }
+    }
+    return false;
+  };
+  const content = document.querySelector('article.bd-article') || document.querySelector('main') || document.body;
+  const sticking = [...content.querySelectorAll('*')].filter(el => {
+    const box = el.getBoundingClientRect();
+    return box.width > 0 && box.right > width + 1 && !contained(el);
+  }).map(el => `${el.tagName.toLowerCase()}.${el.className}: ${(el.textContent || '').trim().slice(0, 60)}`);
+  const figures = [];
+  for (const img of document.querySelectorAll('figure img')) {
+    if (!img.complete) {
+      img.loading = 'eager';
+      await new Promise(done => { img.onload = done; img.onerror = done; setTimeout(done, 5000); });
+    }
+    if (!img.src.endsWith('.svg')) { figures.push([img.src, null]); continue; }
+    const svg = new DOMParser().parseFromString(await (await fetch(img.src)).text(), 'image/svg+xml');
+    const box = svg.documentElement.getAttribute('viewBox').trim().split(/[ ,]+/).map(Number);
+    const scale = img.getBoundingClientRect().width / box[2];
+    const sizes = [...svg.querySelectorAll('text, tspan')]
+      .map(el => /font(?:-size)?:[^;]*?([0-9.]+)px/.exec(el.getAttribute('style') || ''))
+      .filter(found => found).map(found => Number(found[1]) * scale);
+    figures.push([img.src, sizes.length ? Math.min(...sizes) : null]);
+  }
+  const timing = performance.getEntriesByType('navigation')[0];
+  const bytes = [timing, ...performance.getEntriesByType('resource')].reduce((a, e) => a + (e.transferSize || 0), 0);
   return JSON.stringify({
     mathjax: !!(window.MathJax && MathJax.version), formulas: math.length,
     typeset: math.filter(el => el.querySelector('mjx-container')).length,
     errors: document.querySelectorAll('mjx-merror').length, overflowing: wide,
+    page_overflow: document.documentElement.scrollWidth - width, sticking_out: sticking.slice(0, 5),
+    figure_text_px: figures, load_ms: timing.loadEventEnd - timing.startTime, bytes: bytes,
   });
+})()
+"""
+
+# The visible toggle of a sidebar ('primary' or 'secondary'): its centre, for a tap; null if none.
+_TOGGLE = """
+(() => {
+  const button = [...document.querySelectorAll('.%s-toggle')].find(b => {
+    const box = b.getBoundingClientRect();
+    return box.width > 0 && box.height > 0 && getComputedStyle(b).visibility !== 'hidden';
+  });
+  if (!button) { return null; }
+  const box = button.getBoundingClientRect();
+  return JSON.stringify([box.left + box.width / 2, box.top + box.height / 2]);
+})()
+"""
+
+# After the tap: is the sidebar open, on screen, with links in it? (Then close it again.)
+_OPENED = """
+(() => {
+  const dialog = document.getElementById('pst-%(side)s-sidebar-modal');
+  const inline = document.getElementById('pst-%(side)s-sidebar');
+  const shown = el => {
+    const box = el && el.getBoundingClientRect();
+    return !!box && box.width > 100 && box.right > 0 && box.left < innerWidth
+      && getComputedStyle(el).visibility !== 'hidden' && el.querySelectorAll('a').length > 0;
+  };
+  const opened = (dialog && dialog.open && shown(dialog)) || false;
+  if (dialog && dialog.open) { dialog.close(); }
+  return opened;
 })()
 """
 
@@ -54,6 +118,12 @@ class PageReport:
     typeset: int
     errors: int
     overflowing: tuple[str, ...]  # the longest line of each code or output block wider than its box
+    page_overflow: int  # CSS pixels the page scrolls sideways
+    sticking_out: tuple[str, ...]  # content elements past the window's right edge, outside any scroll box
+    figure_text_px: tuple[tuple[str, float | None], ...]  # (figure, its smallest text in CSS pixels)
+    load_ms: float  # from navigation to the end of the load event
+    bytes: int  # transferred: the page and everything it loaded
+    sidebars_open: tuple[bool, bool] | None  # a tap on the visible primary, secondary toggle opened it
 
 
 def chromium() -> str | None:
@@ -106,8 +176,23 @@ class _Tab:
             self.events.append(json.loads(self.socket.recv()))
 
 
-def inspect_pages(site: Path, pages: list[str], width: int = 1280, height: int = 1000) -> dict[str, PageReport]:
-    """Load each page (a path under site, e.g. 'book/02_scaled_attention.html') offline and report."""
+def _tap_opens(tab: _Tab, side: str) -> bool:
+    """Tap the visible toggle of a sidebar, as a finger would, and say whether the sidebar opened."""
+    found = tab.call("Runtime.evaluate", expression=_TOGGLE % side, returnByValue=True)["result"].get("value")
+    if not found:
+        return False
+    x, y = json.loads(found)
+    tab.call("Input.dispatchTouchEvent", type="touchStart", touchPoints=[{"x": x, "y": y}])
+    tab.call("Input.dispatchTouchEvent", type="touchEnd", touchPoints=[])
+    tab.call("Runtime.evaluate", expression="new Promise(r => setTimeout(r, 400))", awaitPromise=True)
+    return bool(tab.call("Runtime.evaluate", expression=_OPENED % {"side": side}, returnByValue=True)["result"]["value"])
+
+
+def inspect_pages(site: Path, pages: list[str], width: int = 1280, height: int = 1000,
+                  tap_toggles: bool = False) -> dict[str, PageReport]:
+    """Load each page (a path under site, e.g. 'book/02_scaled_attention.html') offline, in a window
+    `width` CSS pixels wide (a phone's touch screen under 600), and report; with tap_toggles, also
+    tap each sidebar's visible toggle."""
     executable = chromium()
     if executable is None:
         raise FileNotFoundError("no chromium on PATH: install Debian's chromium (apt-get install chromium)")
@@ -131,7 +216,11 @@ def inspect_pages(site: Path, pages: list[str], width: int = 1280, height: int =
             targets = json.loads(urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=30).read())
             tab = _Tab(next(t["webSocketDebuggerUrl"] for t in targets if t["type"] == "page"))
             tab.call("Network.enable")
+            tab.call("Network.setCacheDisabled", cacheDisabled=True)  # each page as a first visit
             tab.call("Page.enable")
+            tab.call("Emulation.setDeviceMetricsOverride", width=width, height=height, deviceScaleFactor=1,
+                     mobile=width < 600)
+            tab.call("Emulation.setTouchEmulationEnabled", enabled=True, maxTouchPoints=1)
             for page in pages:
                 tab.events.clear()
                 tab.call("Page.navigate", url=base + page)
@@ -141,9 +230,14 @@ def inspect_pages(site: Path, pages: list[str], width: int = 1280, height: int =
                 tab.call("Runtime.evaluate", expression="new Promise(r => setTimeout(r, 500))", awaitPromise=True)
                 requests = tuple(event["params"]["request"]["url"] for event in tab.events
                                  if event.get("method") == "Network.requestWillBeSent")
+                sidebars = (_tap_opens(tab, "primary"), _tap_opens(tab, "secondary")) if tap_toggles else None
                 reports[page] = PageReport(requests=requests, mathjax=result["mathjax"], formulas=result["formulas"],
                                            typeset=result["typeset"], errors=result["errors"],
-                                           overflowing=tuple(result["overflowing"]))
+                                           overflowing=tuple(result["overflowing"]),
+                                           page_overflow=result["page_overflow"],
+                                           sticking_out=tuple(result["sticking_out"]),
+                                           figure_text_px=tuple(map(tuple, result["figure_text_px"])),
+                                           load_ms=result["load_ms"], bytes=result["bytes"], sidebars_open=sidebars)
             tab.socket.close()
         finally:
             os.killpg(browser.pid, signal.SIGTERM)  # the browser and its renderers, started above

@@ -16,6 +16,7 @@ import yaml
 
 from course import ROOT
 from course.chapters import chapters
+from course.machine import COLUMNS as MACHINE_COLUMNS
 from course.notebooks import code_cells
 
 pytestmark = pytest.mark.slow
@@ -68,7 +69,7 @@ def test_the_book_builds_with_every_chapter(site: Path) -> None:
 @pytest.mark.parametrize("chapter", CHAPTERS)
 def test_each_chapter_has_figures_and_links_its_exercise(site: Path, chapter: str) -> None:
     html = (site / f"{chapter}.html").read_text()
-    figures = re.findall(r'<img[^>]+src="[^"]*_images/[^"]+\.png"', html)
+    figures = re.findall(r'<img[^>]+src="[^"]*_images/[^"]+\.(?:svg|png)"', html)
     assert len(figures) >= 2, f"{chapter} shows {len(figures)} figures made at build time; want at least 2"
     assignment = Path(chapter).name
     assert re.search(r'_downloads/[0-9a-f]+/[^"]+\.ipynb"', html), f"{chapter} has no download link to its notebook"
@@ -132,13 +133,13 @@ def test_each_chapter_works_an_example_before_calling_the_reference(chapter: str
 @pytest.mark.parametrize("chapter", CHAPTERS)
 def test_every_figure_has_alt_text_and_a_caption(site: Path, chapter: str) -> None:
     html = (site / f"{chapter}.html").read_text()
-    images = re.findall(r'<img[^>]+src="[^"]*_images/[^"]+\.png"[^>]*>', html)
+    images = re.findall(r'<img[^>]+src="[^"]*_images/[^"]+\.(?:svg|png)"[^>]*>', html)
     assert images, f"{chapter} has no build-time figure"
     for image in images:
         alt = re.search(r'alt="([^"]*)"', image)
         assert alt and len(alt.group(1).split()) >= 4, f"{chapter}: a figure lacks alt text: {image[:160]}"
     figures = re.findall(r"<figure.*?</figure>", html, re.S)
-    in_figures = sum(len(re.findall(r'<img[^>]+_images/[^"]+\.png', figure)) for figure in figures)
+    in_figures = sum(len(re.findall(r'<img[^>]+_images/[^"]+\.(?:svg|png)', figure)) for figure in figures)
     captioned = [figure for figure in figures if re.search(r"<figcaption>.*?\S.*?</figcaption>", figure, re.S)]
     assert in_figures == len(images), f"{chapter}: {len(images) - in_figures} figures are not in a <figure>"
     assert len(captioned) == len(figures), f"{chapter}: {len(figures) - len(captioned)} figures have no caption"
@@ -152,7 +153,7 @@ def test_no_colab_link_opens_a_markdown_page(site: Path) -> None:
 
 # Three pages heavy in formulas and code, read in a real browser with every outside host unreachable.
 BROWSER_PAGES = ["book/02_scaled_attention.html", "book/06_rope.html", "book/07_flash_attention.html"]
-COLUMNS = 88  # code and printed lines fit this many columns (book/_static/course.css sizes the boxes)
+COLUMNS = MACHINE_COLUMNS  # code and printed lines fit this many columns (book/_static/course.css sizes the boxes)
 
 
 def test_pages_render_offline_in_a_browser(site: Path) -> None:
@@ -171,6 +172,16 @@ def test_pages_render_offline_in_a_browser(site: Path) -> None:
         assert report.formulas > 0 and report.typeset == report.formulas and not report.errors, \
             f"{page}: MathJax typeset {report.typeset} of {report.formulas} formulas ({report.errors} errors)"
         assert not report.overflowing, f"{page}: code wider than its box: {report.overflowing[:3]}"
+
+
+def test_the_machine_line_fits_the_page_whatever_the_machine_is_called() -> None:
+    from course.machine import describe_machine
+
+    long_cpu = "Intel(R) Xeon(R) Platinum 8480+ Processor with a very long marketing name @ 2.60GHz"
+    described = describe_machine(cpu=long_cpu, gpu="NVIDIA H100 80GB HBM3 " * 5)
+    assert all(len(line) <= COLUMNS for line in described.splitlines()), described
+    assert "Xeon" in described and "H100" in described, described
+    assert describe_machine(cpu="Intel(R) Xeon(R) Processor @ 2.60GHz").startswith("CPU: Intel Xeon @ 2.60GHz")
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS)
@@ -194,3 +205,50 @@ def test_no_placeholder_hub_and_a_hub_button_only_for_a_named_hub(site: Path) ->
         assert "example.edu" not in html and "unpkg.com" not in html, f"{path.relative_to(site)}: placeholder or CDN"
         if not hub:
             assert "/hub/user-redirect/" not in html, f"{path.relative_to(site)} links a JupyterHub but none is named"
+
+
+SMALLEST_TEXT_PX = 9  # figure text, in CSS pixels, at a phone's and a desktop's width
+
+
+@pytest.mark.parametrize("width", [400, 800, 1400])
+def test_pages_work_on_a_phone_a_tablet_and_a_desktop(site: Path, width: int) -> None:
+    """Every page in headless Chromium `width` CSS pixels wide: the page never scrolls sideways,
+    every figure's smallest text is at least SMALLEST_TEXT_PX, and under 992 pixels (where the
+    sidebars fold away) a tap on the visible toggles opens the chapter list and the page's contents."""
+    from tests.browser import inspect_pages
+
+    pages = ["book/intro.html", *[f"{chapter}.html" for chapter in CHAPTERS]]
+    for page, report in inspect_pages(site, pages, width=width, tap_toggles=width < 992).items():
+        assert report.page_overflow <= 0, \
+            f"{page} at {width} px scrolls {report.page_overflow} px sideways: {report.sticking_out[:3]}"
+        small = [(source.rsplit("/", 1)[-1], px) for source, px in report.figure_text_px
+                 if px is None or px < SMALLEST_TEXT_PX]
+        assert not small, f"{page} at {width} px: figure text under {SMALLEST_TEXT_PX} CSS px (None: a bitmap): {small}"
+        if width < 992:
+            assert report.sidebars_open == (True, True), \
+                f"{page} at {width} px: a tap on the visible toggle opened (chapters, contents) = {report.sidebars_open}"
+
+
+def test_every_chapter_draws_its_further_reading_from_the_bibliography() -> None:
+    keys = set(re.findall(r"^@\w+\{([^,]+),", (ROOT / "references.bib").read_text(), re.M))
+    cited: set[str] = set()
+    for chapter in CHAPTERS:
+        source = (ROOT / f"{chapter}.md").read_text()
+        section = re.search(r"^## Further reading\n(.*?)(?=^## )", source, re.S | re.M)
+        assert section, f"{chapter} has no '## Further reading' section"
+        found = set(re.findall(r"\{cite:t?p?\}`([^`]+)`", section.group(1)))
+        assert found, f"{chapter}: its further reading cites nothing from references.bib"
+        assert found <= keys, f"{chapter} cites keys that references.bib lacks: {found - keys}"
+        cited |= found
+    assert keys <= cited, f"references.bib entries no chapter reads: {keys - cited}"
+
+
+def test_the_setup_page_is_linked_from_the_intro_and_every_exercise(site: Path) -> None:
+    assert (site / "book/setup.html").is_file(), "the Set up page was not built"
+    for page in ["book/intro", *CHAPTERS]:
+        assert 'href="setup.html' in (site / f"{page}.html").read_text(), f"{page} does not link the Set up page"
+    setup = (ROOT / "book/setup.md").read_text()
+    requires = re.search(r'requires-python = ">=(\d+\.\d+)"', (ROOT / "pyproject.toml").read_text()).group(1)
+    assert f"Python {requires} or newer" in setup, f"the Set up page must ask for the Python pyproject.toml requires ({requires})"
+    assert "download.pytorch.org/whl/cpu" in setup and "nbgrader validate" in setup
+    assert re.search(r"^nbgrader==", (ROOT / "binder/requirements.txt").read_text(), re.M), "Binder cannot validate"

@@ -59,8 +59,15 @@ class ExerciseDirective(SphinxDirective):
             line += nodes.Text(" · ")
             line += nodes.reference(text=label, refuri=url)
         box += line
-        box += nodes.paragraph(text="Fill in the solution cells, run the visible tests, then validate and hand in. "
-                                    "Hidden tests check edge cases when the notebook is graded.")
+        advice = nodes.paragraph(text="Fill in the solution cells, run the visible tests, then validate and hand in. "
+                                      "Hidden tests check edge cases when the notebook is graded. What to install, and how "
+                                      "to validate: ")
+        setup = addnodes.pending_xref("", refdomain="std", reftype="doc", reftarget="/book/setup", refexplicit=True,
+                                      refdoc=self.env.docname)
+        setup += nodes.inline(text="Set up")
+        advice += setup
+        advice += nodes.Text(".")
+        box += advice
         return [box]
 
 
