@@ -16,6 +16,7 @@ from course.chapters import Chapter
 README = ROOT / "README.md"
 INTRO = ROOT / "book" / "intro.md"
 TOC = ROOT / "_toc.yml"
+CHAPTER_FILE = re.compile(r"book/\d\d_\w+")  # a chapter's page in _toc.yml, as the registry's slugs name it
 
 
 def _names(chapter: Chapter) -> str:
@@ -40,8 +41,10 @@ def chapter_rows(path: Path) -> list[str]:
 
 
 def toc_files(path: Path = TOC) -> list[str]:
-    """The chapter pages listed in _toc.yml, in order (``book/01_similarity``, ...)."""
-    return [entry["file"] for part in yaml.safe_load(path.read_text())["parts"] for entry in part["chapters"]]
+    """The chapter pages listed in _toc.yml, in order (``book/01_similarity``, ...); other pages (the set-up page,
+    the references) are not chapters."""
+    return [entry["file"] for part in yaml.safe_load(path.read_text())["parts"] for entry in part["chapters"]
+            if CHAPTER_FILE.fullmatch(entry["file"])]
 
 
 def insert_row(path: Path, row: str, rows: list[str], position: int) -> None:
@@ -56,7 +59,8 @@ def insert_row(path: Path, row: str, rows: list[str], position: int) -> None:
 def insert_toc_entry(slug: str, path: Path = TOC) -> None:
     """Add ``- file: book/<slug>`` to _toc.yml in slug order, keeping the file's own formatting."""
     lines = path.read_text().splitlines(keepends=True)
-    entries = [i for i, line in enumerate(lines) if line.strip().startswith("- file: book/")]
+    entries = [i for i, line in enumerate(lines)
+               if line.strip().startswith("- file: ") and CHAPTER_FILE.fullmatch(line.strip()[len("- file: "):])]
     later = [i for i in entries if lines[i].split("book/", 1)[1].strip() > slug]
     index = later[0] if later else entries[-1] + 1
     indent = lines[entries[-1]].split("-", 1)[0]
