@@ -59,6 +59,7 @@ class Template:
     notebooks: tuple[str, ...]  # the notebook names of the assignment, without .ipynb
     cells: tuple[tuple[str, str, float], ...]  # (notebook, grade_id, max points), notebook order
     preload: tuple[str, ...] = ()  # modules the kernel imports before student code (`course.chapters.Chapter`)
+    packages: tuple[str, ...] | None = None  # the only installed packages the kernel sees (None: every one)
 
     @property
     def gradebook(self) -> Path:
@@ -129,7 +130,8 @@ class GenerateJob:
 
 def _template(given: dict) -> Template:
     return Template(given["assignment"], given["key"], Path(given["folder"]), tuple(given["notebooks"]),
-                    tuple(tuple(cell) for cell in given["cells"]), tuple(given["preload"]))
+                    tuple(tuple(cell) for cell in given["cells"]), tuple(given["preload"]),
+                    None if given.get("packages") is None else tuple(given["packages"]))
 
 
 def read_job(line: str) -> Job | GenerateJob:

@@ -5,9 +5,11 @@ reads the assignment's cells from the gradebook (the course's sources, never the
 
 - a test cell (visible or hidden) runs here, in `autograder.test_cells.TrustedCells`. Meanwhile the
   kernel runs one line, ``autograder.served.serve(...)``, which connects to this process's Unix socket
-  (in the job's folder, reached through the sandbox's short link) and answers requests about the
-  notebook's names until the test cell ends. The cell's outputs are what the test printed, then what
-  the student's code printed while it was called; its error, if any, is the test's;
+  and answers requests about the notebook's names until the test cell ends. The socket is bound in the
+  job's channel folder (`autograder.sandbox.Channel`: the grader's alone, read-only in the kernel) with
+  its mode set as it is made (a umask): this process never acts by path on what the kernel can change.
+  The cell's outputs are what the test printed, then what the student's code printed while it was
+  called; its error, if any, is the test's;
 - a given cell (locked code) runs in the kernel and here, from the gradebook's source;
 - every other cell (the student's) runs in the kernel only.
 
@@ -18,6 +20,7 @@ cell runs, `autograder.measure.TARGET` is the kernel's process, so ``peak_memory
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
 import time
 from dataclasses import dataclass
@@ -36,6 +39,7 @@ from autograder.test_cells import CellRun, TrustedCells, answer_names
 
 DIED = "DeadKernelError"
 SERVE = "__import__('autograder.served').served.serve({path!r}, globals())"
+SOCKET_UMASK = 0o111  # the channel's socket is made 0666: the kernel, another user when the grader is root, connects
 
 
 @dataclass
@@ -108,8 +112,9 @@ def _outputs(run: CellRun) -> list:
 class TrustedExecute(Execute):
     """Execute whose test cells run outside the student's kernel (module docstring)."""
 
-    channel_folder = Unicode("", help="A folder both this process and the sandboxed kernel reach by the same "
-                                      "path (the job's socket link): the channel's socket goes there.").tag(config=True)
+    channel_folder = Unicode("", help="The job's channel folder, by the path both this process and the sandboxed "
+                                      "kernel reach it (`autograder.sandbox.Channel.link`): the channel's sockets "
+                                      "go there. Only this process can write it.").tag(config=True)
 
     def preprocess(self, nb, resources, km=None):  # noqa: ANN001, ANN201 - nbconvert's signature
         info = resources["nbgrader"]
@@ -168,8 +173,11 @@ class TrustedExecute(Execute):
         self.serves += 1
         path = str(Path(self.channel_folder) / f"channel-{self.serves}.sock")
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        listener.bind(path)
-        Path(path).chmod(0o666)
+        previous = os.umask(SOCKET_UMASK)
+        try:
+            listener.bind(path)
+        finally:
+            os.umask(previous)
         listener.listen(1)
         listener.setblocking(False)
         serve_cell = nbformat.v4.new_code_cell(SERVE.format(path=path))
