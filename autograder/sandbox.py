@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from autograder.limits import ENV, Limits
+from autograder.rules import ENV as FORBID
 from autograder.site_view import shown_entries, site_folders
 
 KERNEL_NAME = "autograder-sandbox"
@@ -216,13 +217,14 @@ def _view(home: Path, tmp_bytes: int, proc: list[str], link: Path | None = None,
     return args
 
 
-def environment(home: Path, limits: Limits, preload: tuple[str, ...]) -> dict[str, str]:
+def environment(home: Path, limits: Limits, preload: tuple[str, ...], forbid: tuple[str, ...] = ()) -> dict[str, str]:
     """The kernel's whole environment (nothing of the grader's leaks in): its limits in `autograder.limits.ENV`,
-    the modules it imports before student code in ``AUTOGRADER_PRELOAD``."""
+    the modules it imports before student code in ``AUTOGRADER_PRELOAD``, its chapter's rules in
+    ``AUTOGRADER_FORBID`` (`autograder.rules`)."""
     env = {"HOME": str(home), "USER": "student", "LOGNAME": "student", "LANG": "C.UTF-8", "TMPDIR": "/tmp",
            "PATH": os.pathsep.join([str(Path(sys.executable).parent), "/usr/local/bin", "/usr/bin", "/bin"]),
            "PYTHONPATH": PACKAGES, "PYTHONDONTWRITEBYTECODE": "1", "MPLCONFIGDIR": str(home / ".matplotlib"),
-           "IPYTHONDIR": str(home / ".ipython"), "AUTOGRADER_PRELOAD": ",".join(preload),
+           "IPYTHONDIR": str(home / ".ipython"), "AUTOGRADER_PRELOAD": ",".join(preload), FORBID: ",".join(forbid),
            "AUTOGRADER_TIMES_FILE": str(home / "kernel.times"), ENV: limits.to_json(), **MALLOC}
     env.update({key: os.environ[key] for key in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "OMP_WAIT_POLICY")
                 if key in os.environ})
@@ -282,11 +284,12 @@ def write_kernelspec(folder: Path, argv: list[str], env: dict[str, str] | None =
 
 def kernel_argv(home: Path, work: Path, limits: Limits, preload: tuple[str, ...], isolate: bool,
                 link: Path | None = None, channel: Channel | None = None,
-                packages: tuple[str, ...] | None = None) -> tuple[list[str], dict]:
+                packages: tuple[str, ...] | None = None, forbid: tuple[str, ...] = ()) -> tuple[list[str], dict]:
     """The kernelspec's argv and extra environment for one job: sandboxed, or (``isolate`` off) a plain
     process of the grader's user with the same limits; ``link``: a `socket_link` to ``home``; ``channel``: the
-    job's `Channel`, seen read-only at its link's path; ``packages``: the only installed packages it sees."""
-    env = environment(home, limits, preload)
+    job's `Channel`, seen read-only at its link's path; ``packages``: the only installed packages it sees;
+    ``forbid``: its chapter's rules (`autograder.rules`)."""
+    env = environment(home, limits, preload, forbid)
     program = [sys.executable, "-m", "autograder.kernel", "-f", "{connection_file}"]
     if not isolate:
         env["PYTHONPATH"] = os.pathsep.join(str(Path(p).parent) for p in _packages())

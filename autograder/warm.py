@@ -106,10 +106,12 @@ class Zygote:
     ``channels`` (the grader's alone: the zygote sees it read-only); workers connect to ``address``."""
 
     def __init__(self, preload: tuple[str, ...], scratch: str = "", log: IO[bytes] | None = None,
-                 threads: dict[str, str] | None = None, packages: tuple[str, ...] | None = None):
+                 threads: dict[str, str] | None = None, packages: tuple[str, ...] | None = None,
+                 forbid: tuple[str, ...] = ()):
         """``log``: where the zygote and its kernels print (ipykernel's banner, the traceback of a fork that failed;
         nowhere when None); ``threads``: the kernels' thread settings (OMP_NUM_THREADS...), read when torch loads;
-        ``packages``: the only installed packages it and its kernels see (None: all of them)."""
+        ``packages``: the only installed packages it and its kernels see (None: all of them); ``forbid``: the
+        rules it takes out of its kernels before any fork (`autograder.rules`)."""
         self.preload = preload
         self.folder = Path(tempfile.mkdtemp(prefix="zygote-", dir=scratch or None))  # this user's alone
         self.jobs = self.folder / "jobs"
@@ -126,7 +128,7 @@ class Zygote:
         limits = Limits()
         program = [sys.executable, "-m", "autograder.zygote", str(listener.fileno()), str(self.jobs),
                    str(self.channels)]
-        env = {**environment(self.jobs, limits, preload), **(threads or {})}
+        env = {**environment(self.jobs, limits, preload, forbid), **(threads or {})}
         argv = command(self.jobs, self.jobs, limits, env, program, zygote=True,
                        read_only=((self.channels, self.channels),), packages=packages)
         try:

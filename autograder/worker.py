@@ -248,7 +248,7 @@ def _grade(job: Job, notebooks: dict[str, bytes | None], workdir: Path, home: Pa
     db_url = f"sqlite:///{workdir / 'gradebook.db'}"
     prepare_home(home)
     argv, env = kernel_argv(home, home / "work", limits, template.preload, job.isolate, sockets, channel,
-                            template.packages)
+                            template.packages, template.forbid)
     given = os.environ.setdefault("AUTOGRADER_JUPYTER_PATH", os.environ.get("JUPYTER_PATH", ""))
     os.environ["JUPYTER_PATH"] = os.pathsep.join(filter(None, [str(write_kernelspec(workdir / "jupyter", argv, env)),
                                                                given]))
@@ -260,10 +260,11 @@ def _grade(job: Job, notebooks: dict[str, bytes | None], workdir: Path, home: Pa
     _warm.clear()
     if zygote is not None:
         _warm.append(WarmLaunch(zygote, home, home / "work", sockets, limits,
-                                environment(home, limits, template.preload), channel))
+                                environment(home, limits, template.preload, template.forbid), channel))
     SPENT.clear()
     started = time.time()
     config = grading_config(course, db_url, limits.cell_seconds, home, sockets, channel)
+    config.TrustedExecute.forbid = list(template.forbid)
     with DiskQuota(home, limits.disk_bytes, _kill_kernels) as quota:
         error_log = run_converter(Autograde, config, assignment, STUDENT)
     autograded_at = time.time()

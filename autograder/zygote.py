@@ -150,7 +150,7 @@ def _kernel(request: KernelRequest, limits: Limits, times: dict[str, float]) -> 
     os.environ.update(request.env)
     os.chdir(request.work)
     if not request.probe:
-        start(["-f", request.connection_file], times)
+        start(["-f", request.connection_file], times, None)  # the zygote's `Zygote.rules` holds the rules
         return 0
     try:
         exec(compile(request.probe, "<probe>", "exec"), {"__name__": "__main__"})  # noqa: S102 - the grader's code
@@ -208,8 +208,9 @@ class Zygote:
     """The serving loop (module docstring): workers connect to ``listener``; each connection's requests are
     answered on it, and its kernels are killed when it closes (its worker ended)."""
 
-    def __init__(self, listener: socket.socket, jobs: str, channels: str, hello: dict):
-        self.listener, self.jobs, self.channels, self.hello = listener, jobs, channels, hello
+    def __init__(self, listener: socket.socket, jobs: str, channels: str, hello: dict, rules: object | None):
+        """``rules``: what `autograder.kernel.preload` returned, held while this process and its forks live."""
+        self.listener, self.jobs, self.channels, self.hello, self.rules = listener, jobs, channels, hello, rules
         self.children: dict[int, tuple[socket.socket, int]] = {}  # the monitor's pid -> (connection, request id)
         self.buffers: dict[socket.socket, bytes] = {}
         self.wake_read, self._wake_write = socket.socketpair()
@@ -290,10 +291,10 @@ def main(argv: list[str]) -> None:
     listening socket FD; each is first told ``{"ready": ..., "jobs": JOBS, "channels": CHANNELS}``."""
     listener = socket.socket(fileno=int(argv[0]))
     started = time.time()
-    preload(tuple(filter(None, os.environ.get("AUTOGRADER_PRELOAD", "").split(","))) + KERNEL_MODULES)
+    rules = preload(tuple(filter(None, os.environ.get("AUTOGRADER_PRELOAD", "").split(","))) + KERNEL_MODULES)
     hello = {"ready": os.getpid(), "jobs": argv[1], "channels": argv[2], "seconds": time.time() - started,
              "threads": len(os.listdir("/proc/self/task"))}
-    Zygote(listener, argv[1], argv[2], hello).serve()
+    Zygote(listener, argv[1], argv[2], hello, rules).serve()
 
 
 if __name__ == "__main__":

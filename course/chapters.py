@@ -27,6 +27,7 @@ class Chapter:
     optional: bool = False
     preload: tuple[str, ...] = ()  # what a grading kernel imports before student code: torch, transformers
     packages: tuple[str, ...] | None = None  # the only installed packages its kernel sees (None: all of them)
+    forbid: tuple[str, ...] = ()  # its rules (`autograder.rules.RULES`): library calls its task forbids
 
     @property
     def number(self) -> int:
@@ -58,7 +59,8 @@ def read_registry(path: Path = REGISTRY) -> tuple[Chapter, ...]:
     entries = yaml.safe_load(path.read_text()) or []
     chapters = tuple(Chapter(**{**entry, "functions": tuple(entry["functions"]),
                                 "preload": tuple(entry.get("preload", ())),
-                                "packages": None if entry.get("packages") is None else tuple(entry["packages"])})
+                                "packages": None if entry.get("packages") is None else tuple(entry["packages"]),
+                                "forbid": tuple(entry.get("forbid", ()))})
                      for entry in entries)
     slugs = [c.slug for c in chapters]
     if slugs != sorted(set(slugs)):

