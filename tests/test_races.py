@@ -13,8 +13,11 @@ file keeps its mode and bytes, the honest student and the FIFO's keep full marks
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
+import socket
+import stat
 import subprocess
 import sys
 import tempfile
@@ -23,8 +26,13 @@ from pathlib import Path
 import pytest
 
 from autograder.layout import OutputFolder
+from autograder.limits import Limits
+from autograder.sandbox import command, environment, new_channel, prepare_home
+from autograder.trusted_execute import SOCKET_UMASK
+from autograder.warm import Zygote, ZygoteClient
 from tests import sandbox_attacks as attacks
-from tests.grading_helpers import FIXTURE_SOURCE, read_grades, released_notebooks, student_notebook, write_submission
+from tests.grading_helpers import (read_grades, released_notebooks, require_sandbox, student_notebook,
+                                   write_submission)
 from tests.test_sandbox import UID, _course_copy, _give, unprivileged_python
 
 RACERS = ("racer-1", "racer-2", "racer-3")
@@ -173,3 +181,80 @@ def test_a_fifo_for_the_timings_file_does_not_stop_its_worker(raced) -> None:
     rows = read_grades(raced["out"])
     assert (rows[("fifo", "toy")]["score"], rows[("fifo", "toy")]["reason"]) == ("5", ""), \
         OutputFolder(raced["out"]).grades.read_text()
+
+
+# Run in a kernel's sandbox: everything it tries on its channel folder, and whether it can still connect there.
+CHANNEL_PROBE = '''import ctypes, json, os, socket, sys
+folder, home = sys.argv[1], os.environ["HOME"]
+libc = ctypes.CDLL(None, use_errno=True)
+socket_path, tried = os.path.join(folder, "channel-1.sock"), {}
+os.symlink("/etc/passwd", os.path.join(home, "evil"))
+
+def attempt(name, call):
+    try:
+        result = call()
+        if result not in (None, 0):
+            raise OSError(ctypes.get_errno(), "")
+        tried[name] = "done"
+    except OSError as error:
+        tried[name] = type(error).__name__
+
+attempt("exchange", lambda: libc.renameat2(-100, socket_path.encode(), -100, os.path.join(home, "evil").encode(), 2))
+attempt("symlink", lambda: os.symlink("/etc/passwd", os.path.join(folder, "channel-2.sock")))
+attempt("create", lambda: open(os.path.join(folder, "x"), "w").close())
+attempt("unlink", lambda: os.unlink(socket_path))
+attempt("chmod", lambda: os.chmod(socket_path, 0o777))
+attempt("connect", lambda: socket.socket(socket.AF_UNIX).connect(socket_path))
+open(os.path.join(home, "tried.json"), "w").write(json.dumps(tried))
+'''
+REFUSED = {"exchange", "symlink", "create", "unlink", "chmod"}
+
+
+def _bound(channel) -> socket.socket:
+    """The grader's socket in ``channel``, made as `autograder.trusted_execute` makes it."""
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    previous = os.umask(SOCKET_UMASK)
+    try:
+        listener.bind(str(channel.link / "channel-1.sock"))
+    finally:
+        os.umask(previous)
+    listener.listen(1)
+    return listener
+
+
+@pytest.mark.sandbox
+@pytest.mark.parametrize("mode", ["cold", "warm"])
+def test_a_kernel_can_connect_to_its_channel_but_never_change_a_name_there(mode: str, tmp_path) -> None:
+    require_sandbox()
+    scratch = Path(tempfile.mkdtemp(prefix="autograder-channel-", dir=tmp_path))
+    limits = Limits()
+    zygote = Zygote((), str(scratch)) if mode == "warm" else None
+    client = ZygoteClient(zygote.address) if zygote else None
+    home = client.new_home() if client else scratch / "home"
+    home.mkdir(exist_ok=True)
+    prepare_home(home)
+    channel = client.new_channel() if client else new_channel(scratch)
+    listener = _bound(channel)
+    try:
+        assert stat.S_IMODE(os.lstat(channel.folder / "channel-1.sock").st_mode) == 0o666, "made 0666, no chmod"
+        env = environment(home, limits, ())
+        if client:
+            probe = CHANNEL_PROBE.replace("sys.argv[1]", repr(str(channel.link)))
+            kernel = client.spawn(home, home, home / "link", home / "connection.json", limits, env, probe, channel)
+            assert kernel.wait(120) == 0
+        else:
+            argv = command(home, home, limits, env, [sys.executable, "-c", CHANNEL_PROBE, str(channel.link)],
+                           read_only=((channel.folder, channel.link),))
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+            assert done.returncode == 0, done.stderr[-2000:]
+        tried = json.loads((home / "tried.json").read_text())
+        assert {name for name, result in tried.items() if result == "done"} == {"connect"}, tried
+        assert sorted(os.listdir(channel.folder)) == ["channel-1.sock"]
+        assert stat.S_ISSOCK(os.lstat(channel.folder / "channel-1.sock").st_mode)
+    finally:
+        listener.close()
+        channel.link.unlink(missing_ok=True)
+        if zygote:
+            client.close()
+            zygote.close()
+        shutil.rmtree(scratch, ignore_errors=True)

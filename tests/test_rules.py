@@ -152,8 +152,9 @@ def graded(tmp_path_factory):
                "09_backward": ("flash_attention", SDPA_AUTOGRAD)}
     for slug, (cell, code) in attacks.items():
         reference = solution_sources(chapter(slug).solution)
-        write_submission(base / "subs", "library", slug, student_notebook(released[slug], {**reference, cell: code}))
-        write_submission(base / "subs", "honest", slug, student_notebook(released[slug], reference))
+        name = f"{chapter(slug).notebook}.ipynb"
+        write_submission(base / "subs", "library", slug, student_notebook(released[slug], {**reference, cell: code}), name)
+        write_submission(base / "subs", "honest", slug, student_notebook(released[slug], reference), name)
     done = grade_cli(base / "subs", "--out", base / "out", "--source", source, "--quiet", "--jobs", "2", timeout=1500)
     return {"done": done, "rows": read_grades(base / "out"), "out": base / "out", "attacks": attacks}
 
