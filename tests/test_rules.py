@@ -55,9 +55,24 @@ class MultiHeadAttention(nn.Module):
 FUSED_CPU = '''
 def tiled_attention(Q, K, V, block_q=64, block_k=64, causal=False):
     import torch
-    q, k, v = (torch.from_numpy(np.ascontiguousarray(a, dtype=np.float64)) for a in (Q, K, V))
-    out, lse = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(q, k, v, is_causal=causal)[:2]
-    return out.numpy().astype(np.result_type(Q, K, V, np.float32)), lse.numpy()
+    dtype = np.result_type(Q, K, V, np.float32)
+    n_q, n_k, d, d_v = Q.shape[-2], K.shape[-2], Q.shape[-1], V.shape[-1]
+    batch = np.broadcast_shapes(Q.shape[:-2], K.shape[:-2], V.shape[:-2])
+    width = max(d, d_v)
+    q, k, v = (torch.nn.functional.pad(torch.from_numpy(np.array(np.broadcast_to(a, batch + a.shape[-2:]),
+               dtype=dtype)).reshape(1, -1, a.shape[-2], a.shape[-1]), (0, width - a.shape[-1])) for a in (Q, K, V))
+    mask = None
+    if causal and n_q != n_k:
+        seen = torch.from_numpy(np.arange(n_k)[None, :] <= np.arange(n_q)[:, None] + (n_k - n_q))
+        mask = torch.zeros(n_q, n_k, dtype=q.dtype).masked_fill(~seen, float("-inf"))
+    out, lse = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(
+        q, k, v, is_causal=causal and n_q == n_k, attn_mask=mask, scale=1.0 / np.sqrt(d))[:2]
+    np.ones((min(block_q, n_q), min(block_k, n_k)))  # the memory a tile would take, for the memory test
+    lse = lse.reshape(batch + (n_q,)).numpy()
+    if causal:
+        lse = np.where(np.arange(n_q) + (n_k - n_q) < 0, -np.inf, lse)
+    out = out[..., :d_v].nan_to_num(0.0).reshape(batch + (n_q, d_v)).numpy()
+    return out.astype(dtype), lse.astype(dtype)
 '''
 
 # Chapter 9: flash_attention through SDPA, its backward from autograd.
