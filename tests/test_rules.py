@@ -16,6 +16,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -187,3 +188,41 @@ def test_the_library_answers_lose_points_and_the_references_keep_them(graded) ->
     assert "No module named" in feedback["07_flash_attention"] and "torch" in feedback["07_flash_attention"]
     for slug in ("03_multi_head", "09_backward"):
         assert rules.RULE_ERROR in feedback[slug] and "fused_attention" in feedback[slug], slug
+
+
+# Run as uid 65534: a sandbox that shows only numpy, as a NumPy chapter's kernel.
+NO_TORCH = '''
+import subprocess, sys, tempfile
+from pathlib import Path
+from autograder.limits import Limits
+from autograder.sandbox import command, environment, prepare_home
+
+home = Path(sys.argv[1])
+prepare_home(home)
+code = "import numpy, ipykernel.kernelapp\\ntry:\\n    import torch\\nexcept ImportError as e:\\n    print(e)"
+argv = command(home, home, Limits(), environment(home, Limits(), ()), [sys.executable, "-c", code], packages=("numpy",))
+done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+print(done.returncode, done.stdout.strip(), done.stderr.strip()[-500:])
+'''
+
+
+@pytest.mark.slow
+@pytest.mark.root
+@pytest.mark.sandbox
+def test_a_numpy_chapter_kernel_of_an_unprivileged_instructor_cannot_import_torch(tmp_path) -> None:
+    from tests.test_sandbox import UID, _course_copy, _give, unprivileged_python
+
+    if os.geteuid() != 0:
+        pytest.skip("needs root to become an unprivileged user")
+    base = Path(tempfile.mkdtemp(prefix="autograder-no-torch-"))
+    base.chmod(0o755)
+    try:
+        copy = _course_copy(base / "course")
+        (base / "home").mkdir()
+        _give(base, UID)
+        done = subprocess.run([*unprivileged_python(), "-c", NO_TORCH, str(base / "home")], cwd=copy, text=True,
+                              capture_output=True, timeout=300, env={"PATH": os.environ["PATH"], "PYTHONPATH": str(copy)})
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert done.stdout.strip() == "0 No module named 'torch'", done.stdout
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
