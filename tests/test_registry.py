@@ -96,6 +96,7 @@ def test_new_chapter_is_scaffolded_and_registered_everywhere(tmp_path: Path) -> 
                ("You will learn", "A worked example by hand", "Summary", "What's next", "Exercise"))
     assert (copy / "tests" / "bank" / f"ch{slug}.py").is_file()
     assert added.title == "An example" and added.functions == ("blend",)
+    assert added.packages == (("numpy",) if added.library == "NumPy" else None), "a NumPy chapter's kernel sees numpy only"
     again = subprocess.run(command, cwd=copy, capture_output=True, text=True, env={"PYTHONPATH": str(copy), "PATH": ""})
     assert again.returncode != 0 and "already exists" in again.stderr
 
