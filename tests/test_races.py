@@ -2,7 +2,8 @@
 on what the link names (issue 32, item 1: the grader once chmodded the channel's socket by its path in the
 kernel's home, so a link swapped in between made any file of the machine 0666).
 
-Each racer student starts a process that, until its kernel ends, exchanges (``renameat2`` with
+A swapper tries, while a test calls it (its channel socket bound), to exchange every channel socket it
+can see with a link: it never manages one. Each racer student starts a process that, until its kernel ends, exchanges (``renameat2`` with
 ``RENAME_EXCHANGE``) every name in its home, its working folder and every folder under /tmp it can see
 with a link to a canary file (0600, the grading user's) or to one of the course's own files, and tries
 the channel's socket names ahead of time. Another student leaves a FIFO where the kernel's timings
@@ -102,6 +103,24 @@ for _ in range(2):
                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 '''
 
+# While a test calls it (the channel's socket is bound then), tries to swap every channel socket it can see for a
+# link and back: it must never manage one.
+SWAPS = '''def add(a, b):
+    import ctypes, glob, os
+    libc, done = ctypes.CDLL(None, use_errno=True), []
+    for sock in glob.glob("/tmp/*/channel-*.sock") + glob.glob(os.path.join(os.environ["HOME"], "channel-*.sock")):
+        try:
+            os.symlink("/nonexistent", sock + ".evil")
+        except OSError as error:
+            done.append(f"no link: {type(error).__name__}")
+            continue
+        if libc.renameat2(-100, sock.encode(), -100, (sock + ".evil").encode(), 2) == 0:
+            libc.renameat2(-100, sock.encode(), -100, (sock + ".evil").encode(), 2)
+            done.append("swapped")
+    print("SWAPS", done)
+    return a + b
+'''
+
 # Leaves a FIFO where the kernel wrote its timings: the worker must not wait on it.
 FIFO = '''import os
 times = os.path.join(os.environ["HOME"], "kernel.times")
@@ -119,11 +138,11 @@ def _fingerprint(paths: list[Path]) -> dict[str, tuple[int, str]]:
 
 
 def _class(base: Path, targets: list[Path]) -> Path:
-    """The submissions: three racers, the FIFO and an honest student."""
+    """The submissions: three racers, the swapper, the FIFO and an honest student."""
     released = released_notebooks(base / "templates")["toy"]
     submissions = base / "submissions"
     racer = attacks.attack(START_RACER.format(races=RACES, targets=[str(t) for t in targets]))
-    answers = {**dict.fromkeys(RACERS, racer), "fifo": attacks.attack(FIFO), "honest": attacks.ADD}
+    answers = {**dict.fromkeys(RACERS, racer), "fifo": attacks.attack(FIFO), "honest": attacks.ADD, "swapper": SWAPS}
     for student, add in answers.items():
         write_submission(submissions, student, "toy", student_notebook(released, {**attacks.REFERENCE, "add": add}))
     return submissions
@@ -172,6 +191,14 @@ def test_racers_swapping_every_name_never_reach_a_file_of_the_machine(raced) -> 
     rows = read_grades(out)
     assert rows[("honest", "toy")]["score"] == "5", OutputFolder(out).grades.read_text() + done.stderr[-3000:]
     assert all((racer, "toy") in rows for racer in RACERS), OutputFolder(out).grades.read_text()
+
+
+@pytest.mark.slow
+@pytest.mark.root
+@pytest.mark.sandbox
+def test_no_kernel_can_swap_the_socket_a_test_is_listening_on(raced) -> None:
+    feedback = (OutputFolder(raced["out"]).feedback("swapper", "toy") / "toy.html").read_text()
+    assert "SWAPS" in feedback and "swapped" not in feedback, feedback[feedback.find("SWAPS") - 200:][:1500]
 
 
 @pytest.mark.slow
