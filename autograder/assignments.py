@@ -34,6 +34,19 @@ def preloads(source: Path) -> dict[str, tuple[str, ...]]:
     return {chapter.slug: chapter.preload for chapter in (read_registry(own) if own.exists() else chapters())}
 
 
+def kernel_packages(source: Path) -> dict[str, tuple[str, ...] | None]:
+    """Assignment -> the only installed packages its kernels see (None: every one), as the registry says
+    (`preloads` says which registry)."""
+    own = source / REGISTRY.name
+    return {chapter.slug: chapter.packages for chapter in (read_registry(own) if own.exists() else chapters())}
+
+
+def kernel_rules(source: Path) -> dict[str, tuple[str, ...]]:
+    """Assignment -> its rules (`autograder.rules`), as the registry says (`preloads` says which registry)."""
+    own = source / REGISTRY.name
+    return {chapter.slug: chapter.forbid for chapter in (read_registry(own) if own.exists() else chapters())}
+
+
 def test_imports(source: Path, assignments: Iterable[str]) -> tuple[str, ...]:
     """What the test cells of ``assignments`` import, read from the source notebooks (``import x`` gives x;
     ``from x import y`` gives x and x.y, which may name no module): a run's workers import them once, before
@@ -87,13 +100,14 @@ def prepare_templates(source: Path, cache: Path, pool: Pool, only: set[str] | No
     ``only``, when given)."""
     assignments = sorted({a for a in course_notebooks(source).values() if only is None or a in only})
     shared = hashlib.sha256(NBGRADER_CONFIG.read_bytes() + (ROOT / "autograder" / "checks.py").read_bytes())
-    registered = preloads(source)
+    registered, packages, rules = preloads(source), kernel_packages(source), kernel_rules(source)
     templates = {}
     for a in assignments:
         preload = registered.get(a, UNREGISTERED_PRELOAD)
         key = hashlib.sha256(f"{FORMAT_VERSION}:{a}:{hash_folder(source / a)}:{shared.hexdigest()}:{preload}"
-                             .encode()).hexdigest()
-        templates[a] = Template(a, key, cache / f"{a}-{key[:16]}", (), (), preload)  # notebooks, cells: read below
+                             f":{packages.get(a)}:{rules.get(a, ())}".encode()).hexdigest()
+        templates[a] = Template(a, key, cache / f"{a}-{key[:16]}", (), (), preload,  # notebooks, cells: read below
+                                packages.get(a), rules.get(a, ()))
     missing = [a for a in assignments if not templates[a].gradebook.exists()]
     jobs = []
     for assignment in missing:

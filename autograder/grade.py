@@ -36,8 +36,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 
-from autograder.assignments import (UNREGISTERED_PRELOAD, course_notebooks, preloads, prepare_templates,
-                                    test_imports)
+from autograder.assignments import (UNREGISTERED_PRELOAD, course_notebooks, kernel_packages, kernel_rules,
+                                    preloads, prepare_templates, test_imports)
 from autograder.pool import Pool, WorkerStartError
 from autograder.layout import OutputFolder
 from autograder.records import Job, Options, Result, Task, Template
@@ -145,13 +145,15 @@ def _warm_up(pool: Pool, found: dict, options: Options, scratch: Path) -> None:
     """Before the templates are made: tell the pool what its workers import (the kernels' preloads and the test
     cells' imports of the assignments handed in), and start the zygotes of those preload sets (a warm local
     run), which import while the templates are made."""
-    registered = preloads(options.source)
+    registered, packages = preloads(options.source), kernel_packages(options.source)
+    rules = kernel_rules(options.source)
     handed_in = _handed_in(found, options) or set(registered)
     needed = {registered.get(a, UNREGISTERED_PRELOAD) for a in handed_in}
     pool.import_once(tuple(sorted(set().union(*needed, test_imports(options.source, handed_in)))))
     if options.warm and options.isolate and not options.scheduler:
-        for preload in sorted(needed):
-            pool.start_zygote(preload, str(scratch))
+        for preload, shown, forbid in sorted({(registered.get(a, UNREGISTERED_PRELOAD), packages.get(a),
+                                                rules.get(a, ())) for a in handed_in}, key=repr):
+            pool.start_zygote(preload, str(scratch), shown, forbid)
 
 
 def _handed_in(found: dict, options: Options) -> set[str] | None:

@@ -7,8 +7,10 @@ under its disk quota.
   the parent process). With bwrap's ``--die-with-parent`` and its pid namespace, a grader killed with
   ``kill -9`` takes its workers, sandboxes and kernels with it within a second.
 - `DiskQuota` measures the kernel's writable folder every `DISK_POLL` seconds while a notebook runs
-  and kills the kernel once the folder holds more than the quota (each file is also capped by
-  ``RLIMIT_FSIZE``, so a kernel gets at most one poll's worth of writing past it).
+  (`folder_bytes`: every entry's blocks, and at least a block for each, walked by descriptors) and kills
+  the kernel once the folder holds more than the quota (each file is also capped by ``RLIMIT_FSIZE``, so a
+  kernel gets at most one poll's worth of writing past it).
+- `read_kernel_file` reads a file the kernel wrote without following a link or blocking on a FIFO.
 - `kill_group` SIGKILLs a process started in a session of its own (a worker, a kernel, a Dask
   process) with everything it started.
 """
@@ -18,6 +20,8 @@ from __future__ import annotations
 import ctypes
 import os
 import signal
+import stat
+import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -25,6 +29,8 @@ from pathlib import Path
 PR_SET_PDEATHSIG = 1
 PARENT_POLL = 0.2
 DISK_POLL = 0.2
+INODE_BYTES = 4096  # the least an entry costs the disk quota (a block of ext4's, an inode)
+MAX_DEPTH = 256  # folders the disk quota's walk holds open at once
 
 
 def kill_group(pid: int) -> None:
@@ -65,23 +71,51 @@ def watch_parent(parent: int | None = None) -> threading.Thread:
 
 
 def folder_bytes(folder: Path) -> int:
-    """Bytes of the regular files below ``folder`` (links not followed; what vanishes meanwhile not counted)."""
+    """What the entries below ``folder`` cost its disk: each one's blocks, and at least `INODE_BYTES` for each
+    (files, folders, links, sockets: an inode costs the disk however little it holds). Walked through
+    descriptors (``openat`` with O_NOFOLLOW), never by a path the kernel could swap for a link meanwhile; what
+    vanishes meanwhile is not counted. A folder nested deeper than `MAX_DEPTH` counts as over any quota."""
+    try:
+        top = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except OSError:
+        return 0
     total = 0
-    stack = [str(folder)]
-    while stack:
-        try:
-            entries = list(os.scandir(stack.pop()))
-        except OSError:
-            continue
-        for entry in entries:
+    stack = [(top, os.scandir(top))]
+    try:
+        while stack:
+            descriptor, entries = stack[-1]
+            entry = next(entries, None)
+            if entry is None:
+                stack.pop()
+                entries.close()
+                os.close(descriptor)
+                continue
             try:
+                total += max(entry.stat(follow_symlinks=False).st_blocks * 512, INODE_BYTES)
                 if entry.is_dir(follow_symlinks=False):
-                    stack.append(entry.path)
-                elif entry.is_file(follow_symlinks=False):
-                    total += entry.stat(follow_symlinks=False).st_blocks * 512
+                    if len(stack) >= MAX_DEPTH:
+                        return sys.maxsize
+                    child = os.open(entry.name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=descriptor)
+                    stack.append((child, os.scandir(child)))
             except OSError:
                 continue
+    finally:
+        for descriptor, entries in stack:
+            entries.close()
+            os.close(descriptor)
     return total
+
+
+def read_kernel_file(path: Path, limit: int) -> bytes:
+    """At most ``limit`` bytes of ``path``, a file in a folder the kernel writes: opened without following a
+    link or waiting on a FIFO, read only when it is a regular file; OSError otherwise."""
+    descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            raise OSError(f"{path} is not a regular file")
+        return os.read(descriptor, limit)
+    finally:
+        os.close(descriptor)
 
 
 class DiskQuota:

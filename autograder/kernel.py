@@ -37,20 +37,25 @@ def set_limits(limits: Limits) -> None:
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
 
 
-def preload(modules: tuple[str, ...]) -> None:
-    """Import `autograder.checks` (it captures numpy's and torch's comparison functions) and ``modules``. No
-    torch operation runs: a warm start (`autograder.zygote`) forks kernels from the process that called this."""
+def preload(modules: tuple[str, ...]) -> object | None:
+    """Import `autograder.checks` (it captures numpy's and torch's comparison functions) and ``modules``, then
+    take out what the chapter's rules forbid (``AUTOGRADER_FORBID``, `autograder.rules.install`). Returns the
+    rules' registration, which the caller keeps for the kernel's life. No torch operation runs: a warm start
+    (`autograder.zygote`) forks kernels from the process that called this."""
     import autograder.checks  # noqa: F401 - captures numpy's functions before student code runs
+    from autograder import rules
 
     for module in modules:
         importlib.import_module(module)
     if "torch" in sys.modules:
         autograder.checks._capture_torch()
+    return rules.install(rules.parse(os.environ.get(rules.ENV, "")))
 
 
-def start(argv: list[str], times: dict[str, float]) -> None:
+def start(argv: list[str], times: dict[str, float], registered: object | None) -> None:
     """Run ipykernel with ``argv`` (``-f CONNECTION_FILE``) in this preloaded process; first write ``times`` and
-    when ipykernel was ready to ``AUTOGRADER_TIMES_FILE``."""
+    when ipykernel was ready to ``AUTOGRADER_TIMES_FILE``. ``registered``: what `preload` returned, held here
+    while the kernel runs."""
     if "torch" in sys.modules and "OMP_NUM_THREADS" in os.environ:
         import torch
 
@@ -64,6 +69,7 @@ def start(argv: list[str], times: dict[str, float]) -> None:
         with open(times_file, "w") as handle:
             handle.write(json.dumps({**times, "ready": time.time()}))
     app.start()
+    del registered  # the rules hold until ipykernel returns, that is for the kernel's whole life
 
 
 def main(argv: list[str]) -> None:
@@ -71,8 +77,8 @@ def main(argv: list[str]) -> None:
     started = time.time()
     die_with_parent()  # a kernel outside the sandbox (--no-isolate) dies with its worker too
     set_limits(Limits.from_json(os.environ[ENV]))
-    preload(tuple(filter(None, os.environ.get("AUTOGRADER_PRELOAD", "").split(","))))
-    start(argv, {"started": started, "preloaded": time.time()})
+    registered = preload(tuple(filter(None, os.environ.get("AUTOGRADER_PRELOAD", "").split(","))))
+    start(argv, {"started": started, "preloaded": time.time()}, registered)
 
 
 if __name__ == "__main__":

@@ -137,7 +137,8 @@ class Pool:
         self.modules: tuple[str, ...] = ()  # `import_once`
         self.logs = logs
         self.closing = threading.Event()
-        self.zygotes: dict[tuple[str, ...], Zygote] = {}  # preload set -> its warm process (`autograder.warm`)
+        # (preload set, packages shown, rules) -> its warm process (`autograder.warm`)
+        self.zygotes: dict[tuple[tuple[str, ...], tuple[str, ...] | None, tuple[str, ...]], Zygote] = {}
         self.zygote_log = open(logs / "zygotes.log", "ab")  # noqa: SIM115 - open while the pool lives
 
     def run(self, jobs: list[Job] | list[GenerateJob], timeout: float,
@@ -186,19 +187,24 @@ class Pool:
         one process that imports these once (`autograder.worker_forks`). Call it before the first `run`."""
         self.modules = modules
 
-    def start_zygote(self, preload: tuple[str, ...], scratch: str) -> Zygote:
-        """The zygote of ``preload`` (`autograder.warm`), started here on first use and not waited for: it imports
-        while the workers do other work. Called from the thread that runs the pool: it dies with that thread."""
-        if preload not in self.zygotes:
+    def start_zygote(self, preload: tuple[str, ...], scratch: str, packages: tuple[str, ...] | None = None,
+                     forbid: tuple[str, ...] = ()) -> Zygote:
+        """The zygote of ``preload`` whose kernels see only ``packages`` (None: all) and keep ``forbid``'s rules
+        (`autograder.warm`), started here on first use and not waited for: it imports while the workers do other
+        work. Called from the thread that runs the pool: it dies with that thread."""
+        key = (preload, packages, forbid)
+        if key not in self.zygotes:
             threads = {key: value for key, value in self.workers[0].env.items() if key in THREADS}
-            self.zygotes[preload] = Zygote(preload, scratch, self.zygote_log, threads)
-        return self.zygotes[preload]
+            self.zygotes[key] = Zygote(preload, scratch, self.zygote_log, threads, packages, forbid)
+        return self.zygotes[key]
 
     def _warm(self, job: Job | GenerateJob) -> Job | GenerateJob:
         """The job with the address of its preload set's zygote (`start_zygote`), when it is to start warm."""
         if not isinstance(job, Job) or not (job.warm and job.isolate):
             return job
-        return replace(job, zygote=self.start_zygote(job.template.preload, job.scratch).address)
+        template = job.template
+        return replace(job, zygote=self.start_zygote(template.preload, job.scratch, template.packages,
+                                                     template.forbid).address)
 
     def close(self) -> None:
         """Stop the workers and the zygotes (their sandboxes die with them)."""

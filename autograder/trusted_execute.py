@@ -5,11 +5,16 @@ reads the assignment's cells from the gradebook (the course's sources, never the
 
 - a test cell (visible or hidden) runs here, in `autograder.test_cells.TrustedCells`. Meanwhile the
   kernel runs one line, ``autograder.served.serve(...)``, which connects to this process's Unix socket
-  (in the job's folder, reached through the sandbox's short link) and answers requests about the
-  notebook's names until the test cell ends. The cell's outputs are what the test printed, then what
-  the student's code printed while it was called; its error, if any, is the test's;
+  and answers requests about the notebook's names until the test cell ends. The socket is bound in the
+  job's channel folder (`autograder.sandbox.Channel`: the grader's alone, read-only in the kernel) with
+  its mode set as it is made (a umask): this process never acts by path on what the kernel can change.
+  The cell's outputs are what the test printed, then what the student's code printed while it was
+  called; its error, if any, is the test's;
 - a given cell (locked code) runs in the kernel and here, from the gradebook's source;
-- every other cell (the student's) runs in the kernel only.
+- every other cell (the student's) runs in the kernel only. When the chapter has rules (``forbid``:
+  `autograder.rules`), its source is read first: a graded definition that names a forbidden call costs
+  every graded name of its cell the tests that start ``test_<name>``, each of which then fails, without
+  running, with a `autograder.rules.RULE_ERROR` that names the rule and the line.
 
 The cell's outputs then go through nbgrader as before, which scores the cell from them. While a test
 cell runs, `autograder.measure.TARGET` is the kernel's process, so ``peak_memory`` measures it.
@@ -18,6 +23,7 @@ cell runs, `autograder.measure.TARGET` is the kernel's process, so ``peak_memory
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
 import time
 from dataclasses import dataclass
@@ -28,15 +34,16 @@ from nbclient.exceptions import DeadKernelError
 from nbclient.util import run_sync
 from nbgrader.api import Gradebook
 from nbgrader.preprocessors import Execute
-from traitlets import Unicode
+from traitlets import List, Unicode
 
-from autograder import measure
+from autograder import measure, rules
 from autograder.remote import Session
 from autograder.secret import HIDDEN_KEY
 from autograder.test_cells import CellRun, TrustedCells, answer_names
 
 DIED = "DeadKernelError"
 SERVE = "__import__('autograder.served').served.serve({path!r}, globals())"
+SOCKET_UMASK = 0o111  # the channel's socket is made 0666: the kernel, another user when the grader is root, connects
 
 
 @dataclass
@@ -109,8 +116,10 @@ def _outputs(run: CellRun) -> list:
 class TrustedExecute(Execute):
     """Execute whose test cells run outside the student's kernel (module docstring)."""
 
-    channel_folder = Unicode("", help="A folder both this process and the sandboxed kernel reach by the same "
-                                      "path (the job's socket link): the channel's socket goes there.").tag(config=True)
+    channel_folder = Unicode("", help="The job's channel folder, by the path both this process and the sandboxed "
+                                      "kernel reach it (`autograder.sandbox.Channel.link`): the channel's sockets "
+                                      "go there. Only this process can write it.").tag(config=True)
+    forbid = List(Unicode(), help="The chapter's rules (`autograder.rules.RULES`)").tag(config=True)
     hidden_key = Unicode("", help="The hand-in's key (`autograder.secret`), bound in the test cells' namespace "
                                   "for `autograder.checks.hidden_seed`; '' keeps the hidden tests' fixed "
                                   "seeds.").tag(config=True)
@@ -125,6 +134,7 @@ class TrustedExecute(Execute):
         self.kernel_pid: int | None = None
         self.looked_for_kernel = False
         self.died = ""
+        self.broken: dict[str, list[str]] = {}  # graded name -> the uses of forbidden calls in its cell
         try:
             return super().preprocess(nb, resources, km)
         finally:
@@ -157,6 +167,8 @@ class TrustedExecute(Execute):
                 return cell
             if grade_id in self.plan.given:
                 self.trusted.run_given(cell.source, grade_id)
+            else:
+                self._read_rules(cell.source)
             executed = await super().async_execute_cell(cell, cell_index, execution_count, store_history)
             SPENT.cells += time.perf_counter() - began
             return executed
@@ -169,12 +181,37 @@ class TrustedExecute(Execute):
 
     execute_cell = run_sync(async_execute_cell)  # nbclient binds its own coroutine here, not an override
 
+    def _read_rules(self, source: str) -> None:
+        """Note which graded names of a student's cell break the chapter's rules (module docstring)."""
+        found = rules.broken(source, rules.parse(",".join(self.forbid)), self.plan.names)
+        uses = [use for lines in found.values() for use in lines]
+        for name in rules.defined(source, self.plan.names) if uses else ():
+            self.broken[name] = uses
+
+    def _rule_broken(self, grade_id: str) -> str:
+        """The message of a test of a name that broke a rule ("" when it broke none)."""
+        tested = [name for name in self.broken if grade_id.startswith(f"test_{name}")]
+        if not tested:
+            return ""
+        name = max(tested, key=len)
+        return (f"{name} breaks this chapter's rules, so this test gives it no points: "
+                + "; ".join(self.broken[name]))
+
     async def _run_test(self, cell, cell_index: int, grade_id: str) -> None:  # noqa: ANN001
+        broken = self._rule_broken(grade_id)
+        if broken:
+            cell.outputs = [nbformat.v4.new_output("error", ename=rules.RULE_ERROR, evalue=broken, traceback=[broken])]
+            cell.execution_count = None
+            self.nb["cells"][cell_index] = cell
+            return
         self.serves += 1
         path = str(Path(self.channel_folder) / f"channel-{self.serves}.sock")
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        listener.bind(path)
-        Path(path).chmod(0o666)
+        previous = os.umask(SOCKET_UMASK)
+        try:
+            listener.bind(path)
+        finally:
+            os.umask(previous)
         listener.listen(1)
         listener.setblocking(False)
         serve_cell = nbformat.v4.new_code_cell(SERVE.format(path=path))

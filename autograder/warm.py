@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import IO
 
 from autograder.limits import Limits
-from autograder.sandbox import SANDBOX_UID, command, environment, prepare_home, socket_link
+from autograder.sandbox import SANDBOX_UID, Channel, command, environment, new_channel, prepare_home, socket_link
 from autograder.zygote import KernelRequest
 
 START_TIMEOUT = 120.0
@@ -102,26 +102,35 @@ class WarmKernel:
 
 class Zygote:
     """A warm process with ``preload`` imported, in its sandbox, started by the grader's pool (not waited for:
-    its workers wait when they connect). Kernels' homes go under ``jobs``; workers connect to ``address``."""
+    its workers wait when they connect). Kernels' homes go under ``jobs``, the jobs' channel folders under
+    ``channels`` (the grader's alone: the zygote sees it read-only); workers connect to ``address``."""
 
     def __init__(self, preload: tuple[str, ...], scratch: str = "", log: IO[bytes] | None = None,
-                 threads: dict[str, str] | None = None):
+                 threads: dict[str, str] | None = None, packages: tuple[str, ...] | None = None,
+                 forbid: tuple[str, ...] = ()):
         """``log``: where the zygote and its kernels print (ipykernel's banner, the traceback of a fork that failed;
-        nowhere when None); ``threads``: the kernels' thread settings (OMP_NUM_THREADS...), read when torch loads."""
+        nowhere when None); ``threads``: the kernels' thread settings (OMP_NUM_THREADS...), read when torch loads;
+        ``packages``: the only installed packages it and its kernels see (None: all of them); ``forbid``: the
+        rules it takes out of its kernels before any fork (`autograder.rules`)."""
         self.preload = preload
         self.folder = Path(tempfile.mkdtemp(prefix="zygote-", dir=scratch or None))  # this user's alone
         self.jobs = self.folder / "jobs"
         self.jobs.mkdir()
         prepare_home(self.jobs)
+        self.channels = self.folder / "channels"
+        self.channels.mkdir(mode=0o755)
+        os.chmod(self.channels, 0o755)  # made just now, in a folder of this user's alone
         self.link = socket_link(self.folder)  # a socket's path must be short
         self.address = str(self.link / "zygote.sock")
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         listener.bind(self.address)
         listener.listen(64)
         limits = Limits()
-        program = [sys.executable, "-m", "autograder.zygote", str(listener.fileno()), str(self.jobs)]
-        env = {**environment(self.jobs, limits, preload), **(threads or {})}
-        argv = command(self.jobs, self.jobs, limits, env, program, zygote=True)
+        program = [sys.executable, "-m", "autograder.zygote", str(listener.fileno()), str(self.jobs),
+                   str(self.channels)]
+        env = {**environment(self.jobs, limits, preload, forbid), **(threads or {})}
+        argv = command(self.jobs, self.jobs, limits, env, program, zygote=True,
+                       read_only=((self.channels, self.channels),), packages=packages)
         try:
             self.process = subprocess.Popen(argv, pass_fds=[listener.fileno()], stdin=subprocess.DEVNULL,
                                             stdout=log or subprocess.DEVNULL, stderr=log or subprocess.DEVNULL,
@@ -162,6 +171,7 @@ class ZygoteClient:
             raise WarmStartUnavailable("the warm process did not get ready: its sandbox could not be made, or an "
                                        "import failed (the worker's log says why)")
         self.jobs = Path(self.ready["jobs"])
+        self.channels = Path(self.ready["channels"])
 
     @property
     def alive(self) -> bool:
@@ -198,14 +208,20 @@ class ZygoteClient:
         """A new kernel home under the zygote's ``jobs`` (the kernel's only writable folder)."""
         return Path(tempfile.mkdtemp(prefix="kernel-", dir=self.jobs))
 
+    def new_channel(self) -> Channel:
+        """A new channel folder under the zygote's ``channels``, for a kernel's `spawn`."""
+        return new_channel(self.channels)
+
     def spawn(self, home: Path, work: Path, link: Path, connection_file: Path, limits: Limits, env: dict[str, str],
-              probe: str = "") -> WarmKernel:
-        """Fork a kernel whose home is ``home`` (from `new_home`, prepared with `prepare_home`)."""
+              probe: str = "", channel: Channel | None = None) -> WarmKernel:
+        """Fork a kernel whose home is ``home`` (from `new_home`, prepared with `prepare_home`) and whose channel
+        folder is ``channel`` (from `new_channel`)."""
         if not self.alive:
             raise WarmStartUnavailable("the warm process is gone")
         self.count += 1
         request = KernelRequest(self.count, f"ag{secrets.token_hex(6)}", str(home), str(work), str(link),
-                                str(connection_file), limits.to_json(), env, probe)
+                                str(connection_file), limits.to_json(), env,
+                                str(channel.folder) if channel else "", str(channel.link) if channel else "", probe)
         try:
             self.send(json.loads(request.to_json()))
         except OSError as error:
@@ -244,11 +260,13 @@ class WarmLaunch:
     link: Path
     limits: Limits
     env: dict[str, str]
+    channel: Channel | None = None
 
     def spawn(self, connection_file: str) -> WarmKernel:
         if os.geteuid() == 0:  # the kernel, uid SANDBOX_UID, reads it
             os.chown(connection_file, SANDBOX_UID, SANDBOX_UID)
-        return self.zygote.spawn(self.home, self.work, self.link, Path(connection_file), self.limits, self.env)
+        return self.zygote.spawn(self.home, self.work, self.link, Path(connection_file), self.limits, self.env,
+                                 channel=self.channel)
 
 
 LEAKS = 3

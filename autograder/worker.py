@@ -45,13 +45,14 @@ import nbformat  # noqa: E402
 
 from autograder.feedback import (MESSAGE_LIMIT, FeedbackExporter, cell_message, incidents,  # noqa: E402
                                  sanitize_for_feedback, shorten, wrapped)
-from autograder.guards import DiskQuota, die_with_parent, kill_group, watch_parent  # noqa: E402
+from autograder.guards import DiskQuota, die_with_parent, kill_group, read_kernel_file, watch_parent  # noqa: E402
 from autograder.nbgrader_course import (course_config, generate_assignment, run_converter,  # noqa: E402
                                          use_inprocess_alembic)  # noqa: E402
 from autograder.limits import WORKER_HEADROOM  # noqa: E402
 from autograder.records import CellResult, GenerateJob, Job, Result, read_job  # noqa: E402
 from autograder.safe_html import with_csp  # noqa: E402
-from autograder.sandbox import KERNEL_NAME, environment, kernel_argv, prepare_home, socket_link, write_kernelspec  # noqa: E402
+from autograder.sandbox import (KERNEL_NAME, Channel, environment, kernel_argv, new_channel, prepare_home,  # noqa: E402
+                                socket_link, write_kernelspec)
 from autograder.trusted_execute import SPENT, TrustedExecute  # noqa: E402
 from autograder.warm import WarmLaunch, WarmStartUnavailable, ZygoteClient, client_for  # noqa: E402
 from nbgrader.converters import Autograde  # noqa: E402
@@ -64,9 +65,11 @@ _kernels: list[Callable[[], None]] = []  # what kills each of this job's kernels
 _warm: list[WarmLaunch] = []  # this job's warm start, if it has one: its kernel is forked, not launched
 
 
-def grading_config(course: Path, db_url: str, cell_timeout: int, home: Path, sockets: Path, hidden_key: str = ""):
+def grading_config(course: Path, db_url: str, cell_timeout: int, home: Path, sockets: Path, channel: Channel,
+                   hidden_key: str = ""):
     """nbgrader's config for one job's throw-away course: the sandbox kernel, its connection file in ``home``,
-    reached over Unix sockets in ``sockets`` (a short link to ``home``: `autograder.sandbox.socket_link`)."""
+    reached over Unix sockets in ``sockets`` (a short link to ``home``: `autograder.sandbox.socket_link`); the
+    trusted harness's sockets in ``channel``."""
     config = course_config(course, db_url, source_directory="source", submitted_directory="submitted",
                            autograded_directory="autograded", feedback_directory="feedback")
     config.Execute.timeout = cell_timeout
@@ -85,7 +88,7 @@ def grading_config(course: Path, db_url: str, cell_timeout: int, home: Path, soc
     config.Autograde.autograde_preprocessors = [
         TrustedExecute if step is Execute else step
         for step in Autograde.class_traits()["autograde_preprocessors"].default()]
-    config.TrustedExecute.channel_folder = str(sockets)
+    config.TrustedExecute.channel_folder = str(channel.link)
     config.TrustedExecute.hidden_key = hidden_key
     config.GenerateFeedback.exporter_class = FeedbackExporter
     config.LimitOutput.max_lines = 200
@@ -216,10 +219,13 @@ def grade_submission(job: Job, notebooks: dict[str, bytes | None]) -> Result:
     zygote = _zygote(job)
     home = zygote.new_home() if zygote else workdir / "kernel"
     sockets = socket_link(home)
+    channel = zygote.new_channel() if zygote else new_channel(workdir)
     try:
-        return _grade(job, notebooks, workdir, home, sockets, zygote)
+        return _grade(job, notebooks, workdir, home, sockets, zygote, channel)
     finally:
         sockets.unlink(missing_ok=True)
+        channel.link.unlink(missing_ok=True)
+        shutil.rmtree(channel.folder, ignore_errors=True)
         shutil.rmtree(workdir, ignore_errors=True)
         shutil.rmtree(home, ignore_errors=True)
 
@@ -237,7 +243,7 @@ def _zygote(job: Job) -> ZygoteClient | None:
 
 
 def _grade(job: Job, notebooks: dict[str, bytes | None], workdir: Path, home: Path, sockets: Path,
-           zygote: ZygoteClient | None) -> Result:
+           zygote: ZygoteClient | None, channel: Channel) -> Result:
     assignment, template, limits = job.assignment, job.template, job.limits
     released = template.released
     course = workdir / "course"
@@ -251,7 +257,8 @@ def _grade(job: Job, notebooks: dict[str, bytes | None], workdir: Path, home: Pa
     shutil.copyfile(template.gradebook, workdir / "gradebook.db")
     db_url = f"sqlite:///{workdir / 'gradebook.db'}"
     prepare_home(home)
-    argv, env = kernel_argv(home, home / "work", limits, template.preload, job.isolate, sockets)
+    argv, env = kernel_argv(home, home / "work", limits, template.preload, job.isolate, sockets, channel,
+                            template.packages, template.forbid)
     given = os.environ.setdefault("AUTOGRADER_JUPYTER_PATH", os.environ.get("JUPYTER_PATH", ""))
     os.environ["JUPYTER_PATH"] = os.pathsep.join(filter(None, [str(write_kernelspec(workdir / "jupyter", argv, env)),
                                                                given]))
@@ -263,10 +270,11 @@ def _grade(job: Job, notebooks: dict[str, bytes | None], workdir: Path, home: Pa
     _warm.clear()
     if zygote is not None:
         _warm.append(WarmLaunch(zygote, home, home / "work", sockets, limits,
-                                environment(home, limits, template.preload)))
+                                environment(home, limits, template.preload, template.forbid), channel))
     SPENT.clear()
     started = time.time()
-    config = grading_config(course, db_url, limits.cell_seconds, home, sockets, job.hidden_key)
+    config = grading_config(course, db_url, limits.cell_seconds, home, sockets, channel, job.hidden_key)
+    config.TrustedExecute.forbid = list(template.forbid)
     with DiskQuota(home, limits.disk_bytes, _kill_kernels) as quota:
         error_log = run_converter(Autograde, config, assignment, STUDENT)
     autograded_at = time.time()
@@ -288,7 +296,7 @@ def _grade(job: Job, notebooks: dict[str, bytes | None], workdir: Path, home: Pa
             sanitize_for_feedback(notebook)
             autograded.chmod(0o644)  # nbgrader leaves it read-only (only root could write it back)
             nbformat.write(notebook, autograded)
-    config = grading_config(course, db_url, limits.cell_seconds, home, sockets)
+    config = grading_config(course, db_url, limits.cell_seconds, home, sockets, channel)
     error_log = run_converter(GenerateFeedback, config, assignment, STUDENT)
     feedback = {html.name: with_csp(wrapped(html.read_text()))
                 for html in sorted((course / "feedback" / STUDENT / assignment).glob("*.html"))}
@@ -313,10 +321,8 @@ def _timings(kernel_times: Path, started: float, autograded_at: float) -> dict[s
     filesystem, ipykernel); the student's and given cells, the test cells, the rest of nbgrader's run (its
     bookkeeping, the kernel's shutdown); the feedback. {} when the kernel left no valid record."""
     try:
-        # The kernel wrote this file: read it without following a link it may have put there.
-        descriptor = os.open(kernel_times, os.O_RDONLY | os.O_NOFOLLOW)
-        with os.fdopen(descriptor) as handle:
-            kernel = {key: float(value) for key, value in json.loads(handle.read(4096)).items()}
+        # The kernel wrote this file: never follow a link it put there, nor wait on a FIFO.
+        kernel = {key: float(value) for key, value in json.loads(read_kernel_file(kernel_times, 4096)).items()}
         launched = _launches[0]
         if "forked" in kernel:
             start = {"fork": kernel["forked"] - launched, "sandbox": kernel["sandboxed"] - kernel["forked"],

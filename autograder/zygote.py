@@ -1,9 +1,10 @@
 """The warm start: a sandboxed process that has imported what an assignment's kernels need and forks one
 kernel per submission, each in namespaces of its own.
 
-`autograder.warm.Zygote` (in the grader's pool) starts ``python -m autograder.zygote FD JOBS`` in a bubblewrap
-sandbox like a cold kernel's (`autograder.sandbox.command` with ``zygote``: the same read-only view, plus
-JOBS, the folder that holds the kernels' homes, and without bubblewrap's ban on new user namespaces).
+`autograder.warm.Zygote` (in the grader's pool) starts ``python -m autograder.zygote FD JOBS CHANNELS`` in a
+bubblewrap sandbox like a cold kernel's (`autograder.sandbox.command` with ``zygote``: the same read-only view,
+plus JOBS, the folder that holds the kernels' homes, CHANNELS, read-only, the grader's folder of the jobs'
+channel folders (`autograder.sandbox.Channel`), and without bubblewrap's ban on new user namespaces).
 It imports the checks, ``AUTOGRADER_PRELOAD`` and ipykernel's modules (`autograder.kernel.preload`: no
 torch operation runs here, so no thread pool exists to break in a fork), then accepts the workers on
 the listening socket FD (`autograder.warm.ZygoteClient`), says ``{"ready": ...}`` to each and serves
@@ -16,9 +17,10 @@ A kernel is three processes, as bubblewrap's are:
 
 1. the *monitor*, forked here: it closes every descriptor and enters new user, mount, pid, network, IPC,
    UTS (and cgroup) namespaces, as its own ids; it exits with the status of
-2. *init*, pid 1 of the new pid namespace. It builds the kernel's filesystem: JOBS hidden under an empty
-   read-only tmpfs but for its own home, a fresh ``/tmp`` (with the symlink to its home that the channel's
-   sockets use), ``/dev/shm``, ``/dev/pts`` and ``/proc``. It brings up loopback, allows no further user
+2. *init*, pid 1 of the new pid namespace. It builds the kernel's filesystem: JOBS and CHANNELS hidden under
+   empty read-only tmpfs but for its own home, a fresh ``/tmp`` (with the symlink to its home that nbgrader's
+   sockets use, and its own channel folder, read-only, at its link's path), ``/dev/shm``, ``/dev/pts`` and
+   ``/proc``. It brings up loopback, allows no further user
    namespace (``max_user_namespaces`` 0 in the new one), drops every capability, forks 3 and reaps orphans
    until 3 exits, which ends the namespace and everything in it;
 3. the *kernel*: a new session, a one-time name (its worker finds it in /proc by it), its limits and
@@ -55,7 +57,8 @@ SETUP_FAILED = 71  # the exit status of a kernel whose namespaces or filesystem 
 @dataclass(frozen=True)
 class KernelRequest:
     """One kernel to fork: its home (its only writable folder, under JOBS) and working folder, the short link
-    to its home, its connection file, limits and whole environment, and the name it takes (``token``).
+    to its home, its connection file, limits and whole environment, and the name it takes (``token``);
+    ``channel``, its channel folder (under CHANNELS), seen read-only at ``channel_link``.
     ``probe``: Python code to run instead of ipykernel (the start-up check and the tests)."""
 
     id: int
@@ -66,6 +69,8 @@ class KernelRequest:
     connection_file: str
     limits: str  # `Limits.to_json`
     env: dict[str, str]
+    channel: str = ""
+    channel_link: str = ""
     probe: str = ""
 
     def to_json(self) -> str:
@@ -104,17 +109,31 @@ def _fresh_tmpfs(path: str, data: str) -> None:
         os.close(descriptor)
 
 
-def _filesystem(request: KernelRequest, jobs: str, tmp_bytes: int) -> None:
+def _hide(folder: str) -> None:
+    """An empty read-only tmpfs over ``folder``."""
+    ns.mount("tmpfs", folder, "tmpfs", ns.MS_NOSUID | ns.MS_NODEV | ns.MS_RDONLY, "size=4k,mode=0755")
+
+
+def _filesystem(request: KernelRequest, jobs: str, channels: str, tmp_bytes: int) -> None:
     """The kernel's view (module docstring, step 2), made in its new mount namespace."""
     ns.mount(None, "/", flags=ns.MS_REC | ns.MS_PRIVATE)
-    home = os.open(request.home, os.O_PATH | os.O_DIRECTORY)
+    home = os.open(request.home, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW)
+    channel = os.open(request.channel, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW) if request.channel else None
     ns.mount("tmpfs", jobs, "tmpfs", ns.MS_NOSUID | ns.MS_NODEV, "size=64k,mode=0755")
     os.makedirs(request.home)
     ns.mount(f"/proc/self/fd/{home}", request.home, flags=ns.MS_BIND)  # still the zygote's /proc here
     os.close(home)
     ns.mount(None, jobs, flags=ns.MS_REMOUNT | ns.MS_RDONLY | ns.MS_NOSUID | ns.MS_NODEV)
+    if channels:
+        _hide(channels)  # every job's channel, this one's included: it is seen at its link only
     _fresh_tmpfs("/tmp", f"size={tmp_bytes},mode=1777")
     os.symlink(request.home, request.link)
+    if channel is not None:
+        os.mkdir(request.channel_link)
+        ns.mount(f"/proc/self/fd/{channel}", request.channel_link, flags=ns.MS_BIND)
+        ns.mount(None, request.channel_link,
+                 flags=ns.MS_REMOUNT | ns.MS_BIND | ns.MS_RDONLY | ns.MS_NOSUID | ns.MS_NODEV | ns.MS_NOEXEC)
+        os.close(channel)
     _fresh_tmpfs("/dev/shm", f"size={tmp_bytes},mode=1777")
     ns.mount("devpts", "/dev/pts", "devpts", ns.MS_NOSUID | ns.MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620")
     ns.mount("proc", "/proc", "proc", ns.MS_NOSUID | ns.MS_NODEV | ns.MS_NOEXEC)
@@ -131,7 +150,7 @@ def _kernel(request: KernelRequest, limits: Limits, times: dict[str, float]) -> 
     os.environ.update(request.env)
     os.chdir(request.work)
     if not request.probe:
-        start(["-f", request.connection_file], times)
+        start(["-f", request.connection_file], times, None)  # the zygote's `Zygote.rules` holds the rules
         return 0
     try:
         exec(compile(request.probe, "<probe>", "exec"), {"__name__": "__main__"})  # noqa: S102 - the grader's code
@@ -140,11 +159,11 @@ def _kernel(request: KernelRequest, limits: Limits, times: dict[str, float]) -> 
     return 0
 
 
-def _init(request: KernelRequest, jobs: str, times: dict[str, float]) -> int:
+def _init(request: KernelRequest, jobs: str, channels: str, times: dict[str, float]) -> int:
     """Step 2, as pid 1 of the new pid namespace: returns the kernel's exit status."""
     ns.set_parent_death_signal(signal.SIGKILL)
     limits = Limits.from_json(request.limits)
-    _filesystem(request, jobs, limits.tmp_bytes)
+    _filesystem(request, jobs, channels, limits.tmp_bytes)
     ns.loopback_up()
     with open("/proc/sys/user/max_user_namespaces", "w") as handle:
         handle.write("0")
@@ -160,7 +179,7 @@ def _init(request: KernelRequest, jobs: str, times: dict[str, float]) -> int:
             return _exit_code(status)
 
 
-def _monitor(request: KernelRequest, jobs: str, times: dict[str, float]) -> int:
+def _monitor(request: KernelRequest, jobs: str, channels: str, times: dict[str, float]) -> int:
     """Step 1, in the zygote's child: returns init's exit status."""
     ns.set_parent_death_signal(signal.SIGKILL)
     os.closerange(3, os.sysconf("SC_OPEN_MAX"))
@@ -172,7 +191,7 @@ def _monitor(request: KernelRequest, jobs: str, times: dict[str, float]) -> int:
     ns.map_own_ids(uid, gid)
     init = os.fork()
     if init == 0:
-        os._exit(_guarded(_init, request, jobs, times))
+        os._exit(_guarded(_init, request, jobs, channels, times))
     return _exit_code(os.waitpid(init, 0)[1])
 
 
@@ -189,8 +208,9 @@ class Zygote:
     """The serving loop (module docstring): workers connect to ``listener``; each connection's requests are
     answered on it, and its kernels are killed when it closes (its worker ended)."""
 
-    def __init__(self, listener: socket.socket, jobs: str, hello: dict):
-        self.listener, self.jobs, self.hello = listener, jobs, hello
+    def __init__(self, listener: socket.socket, jobs: str, channels: str, hello: dict, rules: object | None):
+        """``rules``: what `autograder.kernel.preload` returned, held while this process and its forks live."""
+        self.listener, self.jobs, self.channels, self.hello, self.rules = listener, jobs, channels, hello, rules
         self.children: dict[int, tuple[socket.socket, int]] = {}  # the monitor's pid -> (connection, request id)
         self.buffers: dict[socket.socket, bytes] = {}
         self.wake_read, self._wake_write = socket.socketpair()
@@ -213,7 +233,7 @@ class Zygote:
         if pid == 0:
             signal.set_wakeup_fd(-1)
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-            os._exit(_guarded(_monitor, request, self.jobs, times))
+            os._exit(_guarded(_monitor, request, self.jobs, self.channels, times))
         self.children[pid] = (connection, request.id)
         self.send(connection, {"spawned": request.id})
 
@@ -267,14 +287,14 @@ class Zygote:
 
 
 def main(argv: list[str]) -> None:
-    """``python -m autograder.zygote FD JOBS``: preload, then serve the workers that connect to the listening
-    socket FD; each is first told ``{"ready": ..., "jobs": JOBS}``."""
+    """``python -m autograder.zygote FD JOBS CHANNELS``: preload, then serve the workers that connect to the
+    listening socket FD; each is first told ``{"ready": ..., "jobs": JOBS, "channels": CHANNELS}``."""
     listener = socket.socket(fileno=int(argv[0]))
     started = time.time()
-    preload(tuple(filter(None, os.environ.get("AUTOGRADER_PRELOAD", "").split(","))) + KERNEL_MODULES)
-    hello = {"ready": os.getpid(), "jobs": argv[1], "seconds": time.time() - started,
+    rules = preload(tuple(filter(None, os.environ.get("AUTOGRADER_PRELOAD", "").split(","))) + KERNEL_MODULES)
+    hello = {"ready": os.getpid(), "jobs": argv[1], "channels": argv[2], "seconds": time.time() - started,
              "threads": len(os.listdir("/proc/self/task"))}
-    Zygote(listener, argv[1], hello).serve()
+    Zygote(listener, argv[1], argv[2], hello, rules).serve()
 
 
 if __name__ == "__main__":

@@ -26,6 +26,8 @@ class Chapter:
     learn: str
     optional: bool = False
     preload: tuple[str, ...] = ()  # what a grading kernel imports before student code: torch, transformers
+    packages: tuple[str, ...] | None = None  # the only installed packages its kernel sees (None: all of them)
+    forbid: tuple[str, ...] = ()  # its rules (`autograder.rules.RULES`): library calls its task forbids
 
     @property
     def number(self) -> int:
@@ -56,7 +58,10 @@ def read_registry(path: Path = REGISTRY) -> tuple[Chapter, ...]:
     """Parse a registry file; raises ValueError on a malformed or out-of-order entry."""
     entries = yaml.safe_load(path.read_text()) or []
     chapters = tuple(Chapter(**{**entry, "functions": tuple(entry["functions"]),
-                                "preload": tuple(entry.get("preload", ()))}) for entry in entries)
+                                "preload": tuple(entry.get("preload", ())),
+                                "packages": None if entry.get("packages") is None else tuple(entry["packages"]),
+                                "forbid": tuple(entry.get("forbid", ()))})
+                     for entry in entries)
     slugs = [c.slug for c in chapters]
     if slugs != sorted(set(slugs)):
         raise ValueError(f"{path}: chapter slugs must be unique and in order, got {slugs}")

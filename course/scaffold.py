@@ -118,6 +118,8 @@ def _registry_entry(chapter: Chapter) -> str:
              f"  library: {chapter.library}\n  functions: [{', '.join(chapter.functions)}]\n")
     entry += "  optional: true\n" if chapter.optional else ""
     entry += f"  preload: [{', '.join(chapter.preload)}]\n" if chapter.preload else ""
+    entry += f"  packages: [{', '.join(chapter.packages)}]\n" if chapter.packages is not None else ""
+    entry += f"  forbid: [{', '.join(chapter.forbid)}]\n" if chapter.forbid else ""
     return entry + f"  learn: {json.dumps(chapter.learn)}\n"
 
 
@@ -133,7 +135,8 @@ def new_chapter(slug: str, title: str, library: str, functions: tuple[str, ...],
     if any(c.slug == slug or c.number == int(slug[:2]) for c in known):
         raise ValueError(f"chapter {slug[:2]} already exists in {registry}")
     chapter = Chapter(slug=slug, title=title, notebook=slug.split("_", 1)[1], library=library,
-                      functions=functions, learn=learn, preload=("torch",) if library == "PyTorch" else ())
+                      functions=functions, learn=learn, preload=("torch",) if library == "PyTorch" else (),
+                      packages=("numpy",) if library == "NumPy" else None)
     for path in (root / "book" / f"{slug}.md", root / "solutions" / slug, root / "tests" / "bank" / f"ch{slug}.py"):
         if path.exists():
             raise FileExistsError(f"{path} already exists")

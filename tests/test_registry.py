@@ -42,12 +42,17 @@ def test_each_chapter_has_its_files(chapter) -> None:
 
 @pytest.mark.parametrize("chapter", chapters(), ids=lambda c: c.slug)
 def test_each_chapter_preloads_the_libraries_its_notebook_imports(chapter) -> None:
-    imports = {module for module in ("torch", "transformers") for _, source in code_cells(chapter.solution)
-               if re.search(rf"^\s*(import|from) {module}\b", source, re.MULTILINE)}
+    # Test cells run in the grader, not in the kernel: only the cells the kernel runs count.
+    imports = {module for module in ("torch", "transformers") for meta, source in code_cells(chapter.solution)
+               if not (meta.get("grade") and not meta.get("solution"))
+               and re.search(rf"^\s*(import|from) {module}\b", source, re.MULTILINE)}
     assert imports <= set(chapter.preload), (
-        f"{chapter.slug} imports {sorted(imports)} (its cells or hidden tests) but the registry preloads "
+        f"{chapter.slug}'s own cells import {sorted(imports)} but the registry preloads "
         f"{list(chapter.preload)}: add them to its `preload` in course/chapters.yml, or the checks may capture "
         "functions a student replaced")
+    assert chapter.packages is None or imports <= set(chapter.packages), (
+        f"{chapter.slug}'s own cells import {sorted(imports)}, which its kernel cannot see (`packages` in "
+        "course/chapters.yml)")
 
 
 def test_every_chapter_has_a_bank_and_nothing_else_does() -> None:
@@ -91,6 +96,7 @@ def test_new_chapter_is_scaffolded_and_registered_everywhere(tmp_path: Path) -> 
                ("You will learn", "A worked example by hand", "Summary", "What's next", "Exercise"))
     assert (copy / "tests" / "bank" / f"ch{slug}.py").is_file()
     assert added.title == "An example" and added.functions == ("blend",)
+    assert added.packages == (("numpy",) if added.library == "NumPy" else None), "a NumPy chapter's kernel sees numpy only"
     again = subprocess.run(command, cwd=copy, capture_output=True, text=True, env={"PYTHONPATH": str(copy), "PATH": ""})
     assert again.returncode != 0 and "already exists" in again.stderr
 
