@@ -11,7 +11,9 @@ torch's comparison functions: values are read out with the C-level ``tolist``
 methods (immutable types) and compared in plain Python, and the library
 functions a student might patch are checked against references captured when
 this module was first imported (the grading kernel imports it before any
-student code runs).
+student code runs). Shapes and dtypes are compared before any value is read,
+and a check reads at most `MAX_VALUES` values of one array, so what one check
+costs is bounded by the expected value, never by what the student sent.
 """
 
 from __future__ import annotations
@@ -98,18 +100,40 @@ def _flat(values: Any) -> list:
     return [values]
 
 
-def _read(value: Any) -> tuple[tuple[int, ...], list, str]:
-    """Shape, flat Python values and dtype name of an ndarray, Tensor or Python scalar."""
+# The most values one check reads out of one array or tensor (what one check may cost): a larger value fails.
+MAX_VALUES = 1 << 22
+
+
+def _kind(dtype: str) -> str:
+    """'bool' or 'number': values of different kinds are never compared."""
+    return "bool" if dtype == "bool" else "number"
+
+
+def _meta(value: Any) -> tuple[tuple[int, ...], str]:
+    """Shape and dtype name of an ndarray, Tensor or Python scalar, without reading its values."""
     if type(value) is _NDARRAY:
-        return tuple(value.shape), _flat(_ARRAY_TOLIST(value)), str(value.dtype)
+        return tuple(value.shape), str(value.dtype)
     if _is_tensor(value):
-        plain = value.detach().cpu()
-        return tuple(plain.shape), _flat(_torch_refs["tolist"](plain)), str(plain.dtype).replace("torch.", "")
+        return tuple(value.shape), str(value.dtype).replace("torch.", "")
     if type(value) in (float, int, bool):
-        return (), [value], type(value).__name__
+        return (), type(value).__name__
     if _np.isscalar(value) and isinstance(value, _np.generic):
-        return (), [value.item()], str(value.dtype)
+        return (), str(value.dtype)
     raise TypeError(f"cannot read values from {_describe_type(value)}")
+
+
+def _read(value: Any) -> tuple[tuple[int, ...], list, str]:
+    """Shape, flat Python values and dtype name of an ndarray, Tensor or Python scalar (at most `MAX_VALUES`)."""
+    shape, dtype = _meta(value)
+    if math.prod(shape) > MAX_VALUES:
+        raise TypeError(f"cannot read the {math.prod(shape)} values of an array of shape {shape}: more than {MAX_VALUES}")
+    if type(value) is _NDARRAY:
+        return shape, _flat(_ARRAY_TOLIST(value)), dtype
+    if _is_tensor(value):
+        return shape, _flat(_torch_refs["tolist"](value.detach().cpu())), dtype
+    if type(value) in (float, int, bool):
+        return shape, [value], dtype
+    return shape, [value.item()], dtype
 
 
 def expect_ndarray(value: Any, name: str, *, kinds: str = "f", ndim: int | None = None) -> None:
@@ -145,11 +169,11 @@ def expect_float(value: Any, name: str) -> None:
 
 
 def _format(value: Any) -> str:
+    if math.prod(_meta(value)[0]) > 60:
+        return f"an array of shape {_meta(value)[0]}"
     shape, flat, _ = _read(value)
     if not shape:
         return repr(flat[0])
-    if len(flat) > 60:
-        return f"an array of shape {shape}"
     return _np.array2string(_np.array(flat).reshape(shape), precision=4, suppress_small=True, separator=", ")
 
 
@@ -164,14 +188,21 @@ def _close(a: Any, b: Any, rtol: float, atol: float) -> bool:
 
 
 def _matches(actual: Any, expected: Any, rtol: float, atol: float) -> tuple[bool, str]:
-    """Whether two values agree; if not, a sentence saying where they differ."""
+    """Whether two values agree; if not, a sentence saying where they differ. Shapes and dtypes are compared
+    before any value is read, so a value's cost is bounded by the expected value's size."""
     try:
-        shape_a, flat_a, _ = _read(actual)
+        shape_a, dtype_a = _meta(actual)
     except TypeError:
         return False, f"it is a {_describe_type(actual)}"
-    shape_e, flat_e, _ = _read(expected)
+    shape_e, dtype_e = _meta(expected)
     if shape_a != shape_e:
         return False, f"its shape is {shape_a} instead of {shape_e}"
+    if _kind(dtype_a) != _kind(dtype_e):
+        return False, f"its dtype is {dtype_a} instead of {dtype_e}"
+    try:
+        flat_a, flat_e = _read(actual)[1], _read(expected)[1]
+    except TypeError as error:
+        return False, str(error)
     worst, where = 0.0, None
     for index, (a, e) in enumerate(zip(flat_a, flat_e)):
         if not _close(a, e, rtol, atol):
@@ -252,6 +283,25 @@ def call(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     verify_untampered()
     try:
         return function(*args, **kwargs)
+    except Exception as raised:  # noqa: BLE001 - reported to the student
+        _fail(f"{describe_call(function, args, kwargs)} raised {type(raised).__name__}: {raised}")
+    raise AssertionError("unreachable")
+
+
+def call_with_inputs(function: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[Any, tuple, dict]:
+    """Call graded code as `call` does; return ``(result, args, kwargs)`` with the arguments as the call left them,
+    for a test that checks what a call did (or must not do) to its inputs.
+
+    Graded, the call runs in the student's kernel on copies: the arguments it changed come back as new values
+    and the test's own objects never change, so an oracle computed from them stays the grader's. In one process
+    (the student's own kernel) they are the test's objects themselves."""
+    from autograder.handles import RemoteObject, call_with_inputs as remote_call
+
+    verify_untampered()
+    try:
+        if type(function) is RemoteObject:
+            return remote_call(function, args, kwargs)
+        return function(*args, **kwargs), args, kwargs
     except Exception as raised:  # noqa: BLE001 - reported to the student
         _fail(f"{describe_call(function, args, kwargs)} raised {type(raised).__name__}: {raised}")
     raise AssertionError("unreachable")

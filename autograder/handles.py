@@ -2,9 +2,13 @@
 through its session (`autograder.remote.Session`) and comes back with data.
 
 ``isinstance(handle, nn.Module)`` and ``isinstance(handle.q_proj, nn.Linear)`` hold as they would in one
-process: a handle's ``__class__`` is torch's own class for a torch.nn object, and for the student's own class
-a stand-in of the same name deriving from the torch.nn class theirs derives from (`_class_of`). Its
+process: a handle's ``__class__`` is torch's own class for a torch.nn module, and for the student's own class
+a stand-in of the same name deriving from the torch.nn module class theirs derives from (`_class_of`). Its
 ``type()`` stays `RemoteObject`.
+
+Only module classes are borrowed: a handle never is, nor claims the class of, a tensor, an
+``nn.Parameter`` or an ndarray (tensors and arrays reach a test by value only), so ``isinstance(handle,
+torch.Tensor)`` is always False and `autograder.checks.expect_tensor` refuses every handle.
 """
 
 from __future__ import annotations
@@ -21,12 +25,16 @@ _synthetic: dict[tuple[str, tuple[str, ...]], type] = {}
 
 
 def _torch_class(qualified: str) -> type | None:
-    """torch's own class of that qualified name (torch.nn modules and the like), if it is one."""
+    """torch's own module class of that qualified name (``torch.nn.modules.linear.Linear``), if it is one: a
+    subclass of ``torch.nn.Module`` defined under ``torch.nn.``, never a tensor or array class."""
     module_name, _, name = qualified.rpartition(".")
-    if not module_name.startswith("torch.nn.") or module_name not in sys.modules:
+    if not module_name.startswith("torch.nn.") or module_name not in sys.modules or "torch.nn" not in sys.modules:
         return None
     found = getattr(sys.modules[module_name], name, None)
-    return found if isinstance(found, type) else None
+    module = sys.modules["torch.nn"].Module
+    if not (isinstance(found, type) and issubclass(found, module) and found.__module__.startswith("torch.nn.")):
+        return None
+    return found
 
 
 def _class_of(ref: Ref) -> type:
@@ -116,3 +124,10 @@ class RemoteObject:
         return text if type(text) is str else f"<{ref.type_name} in the notebook>"
 
     __str__ = __repr__
+
+
+def call_with_inputs(handle: RemoteObject, args: tuple, kwargs: dict) -> tuple[Any, tuple, dict]:
+    """Call the notebook's object; its result and the arguments as the call left them in the kernel (new values
+    for those it changed, never written into the test's own)."""
+    return handle._s().call(handle._id(), None, args, kwargs, inputs=True)
+

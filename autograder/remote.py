@@ -7,10 +7,15 @@ made here, whatever the student's code did. Objects that are not data (a `MultiH
 cache, a bound method) come back as further handles. The other way, objects of the test that the
 student's code receives (a recording model, a hook) stay here and are called back (`Trusted` there).
 
+Nothing the kernel sends changes the grader's state:
+- every argument crosses as a copy, and nothing is written back into the test's arrays and tensors: a
+  test that checks what a call did to its arguments asks for them (`Session.call` with
+  ``inputs=True``, `autograder.checks.call_with_inputs`) and gets the kernel's copies as new values;
+- no random state travels: the grader's generator is the grader's alone (a test that needs the
+  student's layer initialised like its own loads its own weights with ``load_state_dict``);
+- a handle is never a tensor, a Parameter or an array (`autograder.handles`): those cross by value.
+
 Semantics kept across the boundary:
-- an array or tensor argument that the call changed in place is changed here too;
-- torch's random state travels with each call, so ``torch.manual_seed`` in a test seeds the
-  student's initialisation as it would in one process;
 - a tensor that depends on arguments that require grad gets a gradient function here whose backward
   asks the sandbox for the gradients (`_RemoteGrad`), so ``out.backward()`` and ``gradcheck`` work;
 - tensors that share memory there share it here (`autograder.tensors`);
@@ -26,7 +31,6 @@ import builtins
 import inspect
 import itertools
 import socket
-import sys
 import time
 import warnings
 import weakref
@@ -159,12 +163,13 @@ class Session:
                     error = self.codec.decode(answer["error"], frame.buffers)
                     if type(error) is not RemoteException:
                         raise ChannelError("the kernel sent a malformed error")
-                    raise as_exception(error)
+                    break  # the student's exception, raised below, outside what counts as the channel's failure
                 return self.codec.decode(answer.get("ok"), frame.buffers), answer, frame.buffers
-        except (OSError, ChannelError) as error:
-            reason = self._too_long(header, cell_bound) if isinstance(error, TimeoutError) else str(error)
+        except (OSError, ChannelError) as failure:
+            reason = self._too_long(header, cell_bound) if isinstance(failure, TimeoutError) else str(failure)
             self.broken = f"the notebook's kernel stopped answering the grader: {reason}"
             raise ChannelError(self.broken) from None
+        raise as_exception(error)
 
     def start_cell(self, seconds: float) -> None:
         """A test cell starts: the student's code may take ``seconds`` in all until it ends."""
@@ -191,8 +196,7 @@ class Session:
                 args, kwargs = self.codec.decode(request.get("payload"), buffers)
                 if type(args) is not tuple or type(kwargs) is not dict:
                     raise ChannelError("the kernel sent malformed arguments")
-                grad = request.get("grad", True) is True
-                value = self._run_callback(target, method, args, kwargs, grad)
+                value = self._run_callback(target, method, args, kwargs)
             else:
                 raise ChannelError(f"the kernel sent an unknown request {str(op)[:40]!r}")
             return Frame({"ok": self.codec.encode(value, out)}, out)
@@ -201,18 +205,16 @@ class Session:
         except Exception as error:  # noqa: BLE001 - the test's object raised: the student's code sees it
             return Frame({"error": self.codec.encode(RemoteException(type(error).__name__, str(error)), out)}, out)
 
-    def _run_callback(self, target: Any, method: str | None, args: tuple, kwargs: dict, grad: bool) -> Any:
+    @staticmethod
+    def _run_callback(target: Any, method: str | None, args: tuple, kwargs: dict) -> Any:
+        """The test's object called by the student's code, in the grader's own grad mode: what the kernel's grad
+        mode was is a fact only the kernel can observe, so nothing here depends on it."""
         if method == "__iter__":
             return list(target)
         if method == "__bool__":
             return bool(target)
         function = getattr(target, method) if method else target
-        if not self.torch:
-            return function(*args, **kwargs)
-        import torch
-
-        with torch.set_grad_enabled(grad):
-            return function(*args, **kwargs)
+        return function(*args, **kwargs)
 
     # -- operations ------------------------------------------------------------------------------
     def lookup(self, names: list[str]) -> dict[str, Any]:
@@ -231,26 +233,26 @@ class Session:
         """A request about one object that returns a value."""
         return self.request({"op": op, "target": target}, payload)[0]
 
-    def call(self, target: int, method: str | None, args: tuple, kwargs: dict) -> Any:
-        """Call the student's object (or its ``method``) with ``args`` and ``kwargs``."""
-        extra: dict = {}
-        if self.torch:
-            import torch
+    def call(self, target: int, method: str | None, args: tuple, kwargs: dict, *, inputs: bool = False) -> Any:
+        """Call the student's object (or its ``method``) with copies of ``args`` and ``kwargs``; the result.
 
-            extra["rng"] = torch.get_rng_state().numpy()
-        value, answer, buffers = self.request({"op": "call", "target": target, "method": method},
-                                              (args, kwargs, extra))
-        if "after" in answer:
-            self._write_back(args, kwargs, self.codec.decode(answer["after"], buffers))
-        if self.torch and "rng" in answer:
-            self._set_rng(self.codec.decode(answer["rng"], buffers))
+        ``inputs``: return ``(result, args_after, kwargs_after)`` instead, the arguments as the call left them in
+        the kernel: new values for those it changed, the test's own objects for the others. Nothing is ever
+        written into the test's objects."""
+        value, answer, buffers = self.request({"op": "call", "target": target, "method": method}, (args, kwargs))
+        changed = self.codec.decode(answer["after"], buffers) if "after" in answer else {}
+        if type(changed) is not dict:
+            raise ChannelError("the kernel sent malformed changed arguments")
         if "warnings" in answer:
             self._warn_again(self.codec.decode(answer["warnings"], buffers))
         if "token" in answer:
             from autograder.remote_grad import attach
 
             value = attach(self, value, args, kwargs, self.codec.decode(answer["token"], buffers))
-        return value
+        if not inputs:
+            return value
+        after = _inputs_after([*args, *kwargs.values()], changed)
+        return value, tuple(after[:len(args)]), dict(zip(kwargs, after[len(args):]))
 
     def backward(self, token: int, grads: list) -> list:
         """The gradients of a call's arguments that required grad, given its outputs' gradients."""
@@ -258,27 +260,6 @@ class Session:
         if type(found) is not list:
             raise ChannelError("the kernel answered backward with something other than a list")
         return found
-
-    def _write_back(self, args: tuple, kwargs: dict, changed: Any) -> None:
-        import numpy as np
-
-        originals = [*args, *kwargs.values()]
-        if type(changed) is not dict:
-            raise ChannelError("the kernel sent malformed changed arguments")
-        for index, value in changed.items():
-            if type(index) is not int or not 0 <= index < len(originals):
-                raise ChannelError("the kernel named an argument that does not exist")
-            original = originals[index]
-            if type(original) is np.ndarray and type(value) is np.ndarray and value.shape == original.shape \
-                    and original.flags.writeable:
-                original[...] = value
-            elif self.torch:
-                import torch
-
-                if isinstance(original, torch.Tensor) and type(value) in (torch.Tensor, torch.nn.Parameter) \
-                        and value.shape == original.shape and value.dtype == original.dtype:
-                    with torch.no_grad():
-                        original.copy_(value)
 
     @staticmethod
     def _warn_again(caught: Any) -> None:
@@ -292,17 +273,6 @@ class Session:
             if not (isinstance(category, type) and issubclass(category, Warning)):
                 category = UserWarning
             warnings.warn(item[1], category, stacklevel=3)
-
-    def _set_rng(self, state: Any) -> None:
-        import torch
-
-        import numpy as np
-
-        if type(state) is np.ndarray and state.dtype == np.uint8 and state.shape == tuple(torch.get_rng_state().shape):
-            try:
-                torch.set_rng_state(torch.from_numpy(state))
-            except RuntimeError:
-                pass
 
     def attach(self, sock: socket.socket) -> None:
         """Use a new connection from the kernel's server."""
@@ -323,6 +293,17 @@ class Session:
             self.sock.close()
             self.sock = None
             self.broken = "the notebook's kernel is not connected to the grader"
+
+
+def _inputs_after(originals: list, changed: dict) -> list:
+    """The arguments after a call: what the kernel sent for each one it says it changed (data decoded here, never
+    the test's object), the test's own object for the others."""
+    after = list(originals)
+    for index, value in changed.items():
+        if type(index) is not int or not 0 <= index < len(originals):
+            raise ChannelError("the kernel named an argument that does not exist")
+        after[index] = value
+    return after
 
 
 def _lent_attribute(target: Any, name: Any) -> Any:

@@ -10,7 +10,8 @@ Requests (each a frame whose header has an ``op``) and their answers (``{"ok": v
 
 - ``lookup`` names -> the value of each name in the notebook (an object as a reference);
 - ``call`` target, method, args, kwargs -> the result, with ``after`` (the arguments' arrays and
-  tensors that the call changed, by position or keyword) and ``token`` (when the result has a
+  tensors that the call changed, by position or keyword: the trusted side reads them only when a test
+  asks, never writes them into its own) and ``token`` (when the result has a
   gradient graph back to arguments that required grad);
 - ``getattr``, ``setattr``, ``repr``, ``list``, ``bool``, ``isinstance`` on an object;
 - ``backward`` token, grads -> the gradients of the call's arguments;
@@ -171,10 +172,6 @@ class Server:
             raise RuntimeError("the grader's object can only be used while the grader calls your code")
         frame = self.encode((args, kwargs))
         request = dict(request, payload=frame.header)
-        if "torch" in sys.modules:
-            import torch
-
-            request["grad"] = torch.is_grad_enabled()
         send_frame(self.sock, Frame(request, frame.buffers))
         while True:
             reply = recv_frame(self.sock)
@@ -270,23 +267,14 @@ class Server:
     def _call(self, request: dict, payload: Any) -> tuple[Any, dict]:
         target = self._resolve(Ref("sandbox", request.get("target")))
         method = request.get("method")
-        args, kwargs, state = payload
+        args, kwargs = payload
         function = getattr(target, method) if method else target
         before = [_snapshot(value) for value in (*args, *kwargs.values())]
         leaves = _leaves(args, kwargs)
         extra: dict = {}
         with warnings.catch_warnings(record=True) as caught:  # sent back, to be warned again in the test
             warnings.simplefilter("always")
-            if "rng" in state and "torch" in sys.modules:
-                import torch
-
-                torch.set_rng_state(torch.from_numpy(state["rng"]))
-                try:
-                    result = function(*args, **kwargs)
-                finally:
-                    extra["rng"] = torch.get_rng_state().numpy()
-            else:
-                result = function(*args, **kwargs)
+            result = function(*args, **kwargs)
         if caught:
             extra["warnings"] = [(w.category.__name__, str(w.message)[:2000]) for w in caught[:20]]
         changed = {}

@@ -23,6 +23,10 @@ import torch.nn.attention
 from autograder.channel import TORCH_DTYPES, ChannelError
 
 WHOLE_STORAGE_BYTES = 64 << 20
+# A view may show more elements than its storage holds (an expanded tensor, stride 0), but its size may exceed the
+# storage's by at most this factor, or this many bytes: a few bytes on the wire never become gigabytes here.
+VIEW_FACTOR = 16
+VIEW_FREE_BYTES = 1 << 20
 DEVICE = re.compile(r"(cpu|cuda|meta|mps)(:\d{1,3})?")
 
 
@@ -174,6 +178,12 @@ def _checked_view(view: Any, dtype: torch.dtype, shape: tuple[int, ...], nbytes:
     itemsize = torch.empty(0, dtype=dtype).element_size()
     if all(shape) and (offset + sum((n - 1) * s for n, s in zip(shape, stride)) + 1) * itemsize > nbytes:
         raise ChannelError("the kernel sent a tensor view outside its storage")
+    count = 1
+    for n in shape:
+        count *= n
+    if count * itemsize > max(VIEW_FACTOR * nbytes, VIEW_FREE_BYTES):
+        raise ChannelError(f"the kernel sent a tensor view of shape {shape} ({count * itemsize} bytes) over a storage "
+                           f"of {nbytes} bytes: more than {VIEW_FACTOR} times its storage")
     return number, offset, stride
 
 

@@ -112,7 +112,6 @@ class KVCache:
          message="batch_size=1"),
     _gen("makes the caches for the model's whole max_seq_len", ("ids.shape[1] + max_new_tokens)", "None)"),
          message="make_caches call"),
-    _gen("runs the model with gradients enabled", ("with torch.no_grad():", "if True:"), message="torch.no_grad()"),
     Answer("generate", "one wasted model call after the last token", '''
 def generate(model, prompt_ids, max_new_tokens, use_cache=True):
     ids = prompt_ids
