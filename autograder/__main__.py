@@ -89,6 +89,10 @@ def _grade_parser(commands) -> None:
                        help="list pairs of students whose solution code is at least this similar (0 to 1) in "
                             f"similarity.csv and the report, for the instructor only (default {DEFAULT_THRESHOLD})")
     grade.add_argument("--no-similarity", action="store_true", help="no similarity report (no similarity.csv)")
+    grade.add_argument("--secret-file", type=Path, default=None, metavar="FILE",
+                       help="the secret hidden tests draw their inputs from (created with mode 0600 when missing): "
+                            "name the same file to share it between output folders (default: DIR/.hidden-inputs."
+                            "secret, made by the first run)")
     grade.add_argument("--quiet", action="store_true", help="no progress bar")
     grade.add_argument("--version", action="version", version=_version())
 
@@ -105,6 +109,9 @@ def _usage_problem(args: argparse.Namespace) -> str:
         if out == folder or out.is_relative_to(folder):
             return (f"--out {args.out} is inside {name} ({folder}): grades, feedback and the gradebook would be "
                     "released with the course or read by the notebooks graded; choose a folder outside it")
+        if args.secret_file and args.secret_file.resolve().is_relative_to(folder):
+            return (f"--secret-file {args.secret_file} is inside {name} ({folder}): it would be released with the "
+                    "course or read by the notebooks graded; keep it outside")
     from autograder.assignments import course_notebooks
 
     course = sorted(set(course_notebooks(source).values()))
@@ -157,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
     return grade(Options(submissions=args.submissions, out=args.out.resolve(), jobs=jobs, db_url=args.db,
                          source=args.source.resolve(), limits=limits, unpacked_bytes=int(args.max_unpacked * GiB),
                          isolate=not args.no_isolate, warm=not args.cold, progress=not args.quiet,
-                         scheduler=args.scheduler,
+                         scheduler=args.scheduler, secret_file=args.secret_file and args.secret_file.resolve(),
                          assignments=tuple(args.assignment), students=tuple(args.student), force=args.force,
                          similarity_threshold=None if args.no_similarity else args.similarity_threshold))
 

@@ -328,3 +328,18 @@ def expect_raises(error: type[BaseException], call: Callable[[], Any], name: str
         _fail(f"{name} should raise {error.__name__}, but it raised {type(raised).__name__}: {raised}", hint)
     _fail(f"{name} should raise {error.__name__}, but it returned {result!r}.", hint)
     raise AssertionError("unreachable")
+
+
+def hidden_seed(base: int) -> int:
+    """The seed a hidden test draws its inputs from, in place of its fixed ``base``.
+
+    In a plain kernel (plain ``nbgrader autograde``, a student's own run, the tests' harness) it is ``base``.
+    Under ``python -m autograder grade`` the trusted runner binds the hand-in's key in the test cells' namespace
+    (`autograder.secret.HIDDEN_KEY`), and the seed is derived from it and ``base``
+    (`autograder.secret.derived_seed`): other for every student, resubmission and instructor's secret, the same
+    on a rerun of the same hand-in. Call it from the test cell's own code (or a function the cell defines):
+    the key is looked up in the caller's globals."""
+    from autograder.secret import HIDDEN_KEY, derived_seed
+
+    key = sys._getframe(1).f_globals.get(HIDDEN_KEY)  # noqa: SLF001 - the calling test cell's namespace
+    return derived_seed(key, base) if isinstance(key, str) and key else int(base)

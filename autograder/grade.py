@@ -38,6 +38,7 @@ from autograder.assignments import (UNREGISTERED_PRELOAD, course_notebooks, prel
 from autograder.pool import Pool, WorkerStartError
 from autograder.layout import OutputFolder
 from autograder.records import Job, Options, Result, Task, Template
+from autograder.secret import SecretUnusable, hand_in_key, load_secret
 from autograder.nbgrader_course import nbgrader_environment
 from autograder.csv_files import write_grades
 from autograder.progress import Progress
@@ -87,6 +88,7 @@ def grade(options: Options) -> int:
         if not found:
             print(f"error: no submissions found in {options.submissions}", file=sys.stderr)
             return 2
+        load_secret(options.secret_file or out.secret)  # made, or refused, before any template is made
         _warm_up(pool, found, options, scratch)
         if options.scheduler:  # first: an unreachable or unfit cluster stops the run within seconds
             from autograder.cluster import ClusterPool
@@ -110,7 +112,7 @@ def grade(options: Options) -> int:
         print(f"error: {error}\nTo grade without a sandbox anyway (student code then runs as you, with resource "
               "limits only), pass --no-isolate.", file=sys.stderr)
         return 2
-    except WorkerStartError as error:
+    except (WorkerStartError, SecretUnusable) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     finally:
@@ -155,6 +157,8 @@ def _grade_tasks(options: Options, tasks: list[Task], templates: dict[str, Templ
     from autograder.report import write_report
 
     out = OutputFolder(options.out)
+    out.root.mkdir(parents=True, exist_ok=True)
+    secret = load_secret(options.secret_file or out.secret)  # before anything is written: SecretUnusable
     gradebook = ClassGradebook(options.db_url or out.gradebook_url, templates)
     progress = Progress(tasks, options.progress)
     outcomes: dict[tuple[str, str], Result] = {}
@@ -183,10 +187,10 @@ def _grade_tasks(options: Options, tasks: list[Task], templates: dict[str, Templ
         else:
             to_grade.append(task)
     jobs = [Job(templates[t.assignment], t.notebooks, options.limits, options.isolate, str(scratch),
-            options.warm) for t in to_grade]
+            options.warm, hidden_key=hand_in_key(secret, t.student, t.assignment, t.notebooks)) for t in to_grade]
     # The similarity of the class's code needs only the submitted files: it is computed while they are graded.
     with ThreadPoolExecutor(1) as background:
-        similar = background.submit(class_similarity, tasks, templates, options.similarity_threshold)
+        similar = background.submit(class_similarity, tasks, templates, options.similarity_threshold, options.source)
         try:
             pool.run(jobs, options.limits.wall_seconds, lambda index, result: finish(to_grade[index], result, True))
         finally:

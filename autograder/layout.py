@@ -9,6 +9,7 @@ spelled out. Every module that reads or writes DIR asks it for a path.
     DIR/.state/<student>/<assignment>.json  each task's stored result (`autograder.state`)
     DIR/.cache/                             the assignments' templates (`autograder.assignments`)
     DIR/.logs/                              the workers' logs (`autograder.pool`)
+    DIR/.hidden-inputs.secret               the secret hidden inputs derive from, mode 0600 (`autograder.secret`)
 """
 
 from __future__ import annotations
@@ -71,3 +72,8 @@ class OutputFolder:
     def logs(self) -> Path:
         """The folder of the workers' logs."""
         return self.root / ".logs"
+
+    @property
+    def secret(self) -> Path:
+        """The instructor's secret of the hidden inputs, unless ``--secret-file`` names another (`autograder.secret`)."""
+        return self.root / ".hidden-inputs.secret"

@@ -40,6 +40,7 @@ class Options:
     assignments: tuple[str, ...] = ()  # grade only these (all when empty)
     students: tuple[str, ...] = ()  # grade only these students (all when empty)
     force: bool = False  # grade again what is stored
+    secret_file: Path | None = None  # the secret of the hidden inputs (`autograder.secret`); None: DIR's own
 
     @property
     def grading_key(self) -> str:
@@ -100,6 +101,7 @@ class Job:
     scratch: str = ""  # the folder of the job's temporary folders ('' for the system's)
     warm: bool = True  # fork the kernel from a zygote of its preload set (`autograder.warm`); False: start it cold
     zygote: str = ""  # the address of that zygote, which the pool running the job started ('' : start it cold)
+    hidden_key: str = ""  # the hand-in's key, hidden tests' seeds derive from it (`autograder.secret`); '': fixed
 
     @property
     def assignment(self) -> str:

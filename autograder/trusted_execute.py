@@ -32,6 +32,7 @@ from traitlets import Unicode
 
 from autograder import measure
 from autograder.remote import Session
+from autograder.secret import HIDDEN_KEY
 from autograder.test_cells import CellRun, TrustedCells, answer_names
 
 DIED = "DeadKernelError"
@@ -110,11 +111,15 @@ class TrustedExecute(Execute):
 
     channel_folder = Unicode("", help="A folder both this process and the sandboxed kernel reach by the same "
                                       "path (the job's socket link): the channel's socket goes there.").tag(config=True)
+    hidden_key = Unicode("", help="The hand-in's key (`autograder.secret`), bound in the test cells' namespace "
+                                  "for `autograder.checks.hidden_seed`; '' keeps the hidden tests' fixed "
+                                  "seeds.").tag(config=True)
 
     def preprocess(self, nb, resources, km=None):  # noqa: ANN001, ANN201 - nbconvert's signature
         info = resources["nbgrader"]
         self.plan = read_plan(info["db_url"], info["notebook"], info["assignment"])
-        self.trusted = TrustedCells(self.plan.names, float(self.timeout or 60))
+        self.trusted = TrustedCells(self.plan.names, float(self.timeout or 60),
+                                    {"__name__": "__main__", HIDDEN_KEY: self.hidden_key})
         self.session = Session(float(self.timeout or 60))
         self.serves = 0
         self.kernel_pid: int | None = None

@@ -63,7 +63,7 @@ _kernels: list[Callable[[], None]] = []  # what kills each of this job's kernels
 _warm: list[WarmLaunch] = []  # this job's warm start, if it has one: its kernel is forked, not launched
 
 
-def grading_config(course: Path, db_url: str, cell_timeout: int, home: Path, sockets: Path):
+def grading_config(course: Path, db_url: str, cell_timeout: int, home: Path, sockets: Path, hidden_key: str = ""):
     """nbgrader's config for one job's throw-away course: the sandbox kernel, its connection file in ``home``,
     reached over Unix sockets in ``sockets`` (a short link to ``home``: `autograder.sandbox.socket_link`)."""
     config = course_config(course, db_url, source_directory="source", submitted_directory="submitted",
@@ -86,6 +86,7 @@ def grading_config(course: Path, db_url: str, cell_timeout: int, home: Path, soc
         TrustedExecute if step is Execute else step
         for step in Autograde.class_traits()["autograde_preprocessors"].default()]
     config.TrustedExecute.channel_folder = str(sockets)
+    config.TrustedExecute.hidden_key = hidden_key
     config.GenerateFeedback.exporter_class = FeedbackExporter
     config.LimitOutput.max_lines = 200
     config.LimitOutput.max_traceback = 60
@@ -257,7 +258,7 @@ def _grade(job: Job, notebooks: dict[str, bytes | None], workdir: Path, home: Pa
                                 environment(home, limits, template.preload)))
     SPENT.clear()
     started = time.time()
-    config = grading_config(course, db_url, limits.cell_seconds, home, sockets)
+    config = grading_config(course, db_url, limits.cell_seconds, home, sockets, job.hidden_key)
     with DiskQuota(home, limits.disk_bytes, _kill_kernels) as quota:
         error_log = run_converter(Autograde, config, assignment, STUDENT)
     autograded_at = time.time()

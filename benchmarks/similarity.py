@@ -125,8 +125,8 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as folder:
             students = synthetic_class(Path(folder), size, CLASS_ASSIGNMENT)
             start = time.perf_counter()
-            _, listed = assignment_pairs(CLASS_ASSIGNMENT, students, chapter(CLASS_ASSIGNMENT).exercise.parent,
-                                         DEFAULT_THRESHOLD)
+            listed = assignment_pairs(CLASS_ASSIGNMENT, students, chapter(CLASS_ASSIGNMENT).exercise.parent,
+                                      DEFAULT_THRESHOLD, chapter(CLASS_ASSIGNMENT).solution.parent).pairs
             seconds = time.perf_counter() - start
         pairs = size * (size - 1) // 2
         print(f"{size} students on {CLASS_ASSIGNMENT} ({pairs} pairs): {seconds:.1f} s, "

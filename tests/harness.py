@@ -25,6 +25,7 @@ from pathlib import Path
 from autograder import measure
 from autograder.remote import Session, wait_for_connection
 from autograder.sandbox import MALLOC
+from autograder.secret import HIDDEN_KEY
 from autograder.test_cells import CellRun, TrustedCells, answer_names
 from course.chapters import chapter
 from course.notebooks import code_cells
@@ -88,12 +89,15 @@ def _failure(run: CellRun) -> str | None:
     return None
 
 
-def run_notebook(assignment: str, replacements: dict[str, str] | None = None) -> list[TestCell]:
-    """Run the solution notebook top to bottom with cells replaced by grade_id; score its test cells."""
+def run_notebook(assignment: str, replacements: dict[str, str] | None = None, hidden_key: str = "") -> list[TestCell]:
+    """Run the solution notebook top to bottom with cells replaced by grade_id; score its test cells. With a
+    ``hidden_key`` the hidden tests draw their inputs as `grade` does for a hand-in of that key
+    (`autograder.secret`); without one, from their fixed seeds, as in a plain kernel."""
     global _stand_in
     replacements = dict(replacements or {})
     cells = code_cells(chapter(assignment).solution)
-    trusted = TrustedCells(answer_names([source for meta, source in cells if meta.get("solution")]))
+    trusted = TrustedCells(answer_names([source for meta, source in cells if meta.get("solution")]),
+                           namespace={"__name__": "__main__", HIDDEN_KEY: hidden_key})
     stand_in = _kernel()
     session = stand_in.session()
     measure.TARGET.pid = stand_in.process.pid

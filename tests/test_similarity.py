@@ -12,9 +12,10 @@ import pytest
 
 from autograder.__main__ import main
 from autograder.layout import OutputFolder
-from autograder.records import CellResult, Options, Result, Task, Template
+from autograder.records import SOURCE, CellResult, Options, Result, Task, Template
 from autograder.report import render_report
-from autograder.similarity import (DEFAULT_THRESHOLD, Similarity, assignment_pairs, class_similarity, similar_pairs,
+from autograder.similarity import (DEFAULT_THRESHOLD, MAX_CODE_CHARS, REFERENCE, Similarity, assignment_pairs,
+                                   class_similarity, similar_pairs,
                                    write_similarity)
 from benchmarks.similarity import copies, independent_right_answers, rename
 from course.chapters import chapter, chapters
@@ -92,9 +93,9 @@ def _ran_starter(folder: Path, student: str) -> dict[str, str]:
 
 def test_a_copy_with_renamed_variables_is_found_and_its_shared_code_marked(tmp_path: Path) -> None:
     students = {"ada": _submit(tmp_path, "ada", ORIGINAL), "bob": _submit(tmp_path, "bob", RENAMED)}
-    compared, pairs = assignment_pairs(CH1.slug, students, CH1.exercise.parent, DEFAULT_THRESHOLD)
-    assert compared == 2
-    (pair,) = pairs
+    found = assignment_pairs(CH1.slug, students, CH1.exercise.parent, DEFAULT_THRESHOLD, CH1.solution.parent)
+    assert found.students == 2
+    (pair,) = found.pairs
     assert (pair.student_a, pair.student_b) == ("ada", "bob") and pair.similarity >= 0.9, pair.row
     marked = "".join(s.text for s in pair.segments_b if s.shared)
     assert "total = np.sum(e, axis = axis" in marked and "na = np.sqrt" in marked
@@ -121,8 +122,9 @@ def test_blank_and_starter_only_notebooks_are_never_flagged(tmp_path: Path) -> N
                 "ran1": _ran_starter(tmp_path, "ran1"), "ran2": _ran_starter(tmp_path, "ran2"),
                 "broken": _submit(tmp_path, "broken", '{"cells": [{"cell_type": "code", "metadata": 3'),
                 "missing": {CH1.notebook: None}, "ada": _submit(tmp_path, "ada", ORIGINAL)}
-    compared, pairs = assignment_pairs(CH1.slug, students, CH1.exercise.parent, 0.0)
-    assert compared == len(students) and pairs == [], [p.row for p in pairs]
+    found = assignment_pairs(CH1.slug, students, CH1.exercise.parent, 0.0, CH1.solution.parent)
+    assert found.students == len(students) and found.cut == ()
+    assert {(p.student_a, p.student_b) for p in found.pairs} <= {(REFERENCE, "ada")}, [p.row for p in found.pairs]
 
 
 def test_one_identical_short_line_is_no_evidence(tmp_path: Path) -> None:
@@ -130,7 +132,7 @@ def test_one_identical_short_line_is_no_evidence(tmp_path: Path) -> None:
     students = {s: _submit(tmp_path, s, {"dot": dot}) for s in ("ada", "bob")}
     students["cy"] = _submit(tmp_path, "cy", {"dot": dot, "softmax": ORIGINAL["softmax"]})
     students["dee"] = _submit(tmp_path, "dee", {"softmax": RENAMED["softmax"]})
-    _, pairs = assignment_pairs(CH1.slug, students, CH1.exercise.parent, DEFAULT_THRESHOLD)
+    pairs = assignment_pairs(CH1.slug, students, CH1.exercise.parent, DEFAULT_THRESHOLD, None).pairs
     assert [(p.student_a, p.student_b) for p in pairs] == [("cy", "dee")], [p.row for p in pairs]
 
 
@@ -198,9 +200,9 @@ def test_the_report_escapes_student_code(tmp_path: Path) -> None:
 
 def test_an_empty_class_writes_the_header_only_and_turned_off_writes_nothing(tmp_path: Path) -> None:
     path = OutputFolder(tmp_path).similarity
-    write_similarity(path, class_similarity([], {}, DEFAULT_THRESHOLD))
-    assert path.read_text().splitlines() == ["assignment,student_a,student_b,similarity,shared_fingerprints"]
-    write_similarity(path, class_similarity([], {}, None))
+    write_similarity(path, class_similarity([], {}, DEFAULT_THRESHOLD, SOURCE))
+    assert path.read_text().splitlines() == ["assignment,student_a,student_b,similarity,shared_fingerprints,note"]
+    write_similarity(path, class_similarity([], {}, None, SOURCE))
     assert not path.exists(), "a stale similarity.csv stays behind when the report is turned off"
 
 
@@ -208,3 +210,55 @@ def test_the_threshold_option_takes_a_similarity_between_0_and_1(capsys) -> None
     with pytest.raises(SystemExit):
         main(["grade", "submissions", "--out", "out", "--similarity-threshold", "1.5"])
     assert "a similarity is between 0 and 1, got 1.5" in capsys.readouterr().err
+
+
+def _with_cells(folder: Path, student: str, answers: dict[str, str], extra: list[dict]) -> dict[str, str]:
+    """A chapter 1 notebook with ``answers`` in its solution cells and ``extra`` cells added at the end."""
+    notebook = student_notebook(CH1.exercise, answers)
+    notebook["cells"] += [{"cell_type": "code", "execution_count": None, "outputs": [], **cell} for cell in extra]
+    path = folder / student / f"{CH1.notebook}.ipynb"
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(notebook))
+    return {CH1.notebook: str(path)}
+
+
+def test_code_copied_into_cells_of_the_students_own_is_compared(tmp_path: Path) -> None:
+    """Solution cells left blank, the copy in an unmarked cell, or in one whose metadata claims it is locked."""
+    copied = ORIGINAL["cosine_similarity"] + "\n\n" + ORIGINAL["softmax"]
+    students = {"ada": _submit(tmp_path, "ada", ORIGINAL),
+                "bob": _with_cells(tmp_path, "bob", {}, [{"metadata": {}, "source": copied}]),
+                "cy": _with_cells(tmp_path, "cy", {}, [{"metadata": {"nbgrader": {"locked": True, "grade": False,
+                                                                                  "solution": False}},
+                                                        "source": RENAMED["softmax"] + RENAMED["cosine_similarity"]}])}
+    found = assignment_pairs(CH1.slug, students, CH1.exercise.parent, DEFAULT_THRESHOLD, None)
+    pairs = {(p.student_a, p.student_b): p.similarity for p in found.pairs}
+    assert pairs.get(("ada", "bob"), 0) >= 0.9 and pairs.get(("ada", "cy"), 0) >= 0.9, pairs
+
+
+def test_code_behind_a_long_comment_or_string_is_compared_and_a_cut_is_flagged(tmp_path: Path) -> None:
+    padding = "# " + "x" * MAX_CODE_CHARS + "\n" + '"""' + "y" * MAX_CODE_CHARS + '"""\n'
+    long_own = "\n".join(f"def f{i}(v):\n    return [item * {i} + {i % 7} for item in v if item > {i}]\n"
+                         for i in range(2000))
+    students = {"ada": _submit(tmp_path, "ada", ORIGINAL),
+                "bob": _submit(tmp_path, "bob", {cell: padding + code for cell, code in RENAMED.items()}),
+                "cy": _with_cells(tmp_path, "cy", {}, [{"metadata": {}, "source": long_own}])}
+    found = assignment_pairs(CH1.slug, students, CH1.exercise.parent, DEFAULT_THRESHOLD, None)
+    assert [(p.student_a, p.student_b) for p in found.pairs] == [("ada", "bob")], [p.row for p in found.pairs]
+    assert found.pairs[0].similarity >= 0.9 and found.cut == ("cy",)
+    similarity = Similarity(DEFAULT_THRESHOLD, {CH1.slug: 3}, tuple(found.pairs), {CH1.slug: found.cut})
+    path = OutputFolder(tmp_path).similarity
+    write_similarity(path, similarity)
+    with open(path, newline="") as handle:
+        rows = {row["student_a"]: row for row in csv.DictReader(handle)}
+    assert rows["ada"]["note"] == "" and "cy" in rows and "cut at 100000 characters" in rows["cy"]["note"], rows
+    assert "the code of cy was cut" in render_report([], {}, similarity)
+
+
+def test_a_copy_of_the_published_reference_solution_is_listed(tmp_path: Path) -> None:
+    reference = solution_sources(CH1.solution)
+    students = {"ada": _submit(tmp_path, "ada", ORIGINAL),
+                "bob": _submit(tmp_path, "bob", {cell: rename(code, "b") for cell, code in reference.items()})}
+    found = assignment_pairs(CH1.slug, students, CH1.exercise.parent, DEFAULT_THRESHOLD, CH1.solution.parent)
+    assert [(p.student_a, p.student_b) for p in found.pairs] == [(REFERENCE, "bob")], [p.row for p in found.pairs]
+    assert found.pairs[0].similarity >= 0.9 and found.students == 2
+    assert assignment_pairs(CH1.slug, students, CH1.exercise.parent, DEFAULT_THRESHOLD, None).pairs == []
