@@ -9,6 +9,11 @@ WRONG = [
 def dot(a, b):
     return float(np.sum(a) * np.sum(b))
 """, message="sum(a) * sum(b)"),
+    Answer("dot", "widens to int16 so the products fit, and sums in int16 too", """
+def dot(a, b):
+    return float(np.asarray(a).astype(np.int16) @ np.asarray(b).astype(np.int16)) if np.asarray(a).dtype.kind == "i" \
+        else float(np.dot(a, b))
+""", message="their sum overflows int16"),
     Answer("dot", "returns the elementwise product, not its sum", """
 def dot(a, b):
     return a * b
