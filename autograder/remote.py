@@ -31,7 +31,6 @@ import builtins
 import inspect
 import itertools
 import socket
-import sys
 import time
 import warnings
 import weakref

@@ -1,7 +1,8 @@
 """A student who has read the grader earns nothing by reaching into its oracles (issue 32, items 2, 3 and 5).
 
-Each attack is a submission graded by ``python -m autograder grade`` (warm, as root and as an unprivileged
-instructor, uid 65534), next to the same answer without the attack, which computes the same outputs:
+Each attack is a submission graded by ``python -m autograder grade`` (warm as root and as an unprivileged
+instructor, uid 65534, and ``--cold`` as root), next to the same answer without the attack, which computes the
+same outputs:
 
 - ``rng``: a chapter 4 cache that never writes (it returns the zeros of its buffers) zeroes torch's Mersenne
   Twister in the kernel at every call; when the kernel's random state travelled into the grader, every later
@@ -154,11 +155,11 @@ def _scores(out: Path) -> dict[str, float]:
     return {hand.student: float(rows[(hand.student, hand.assignment)]["score"]) for hand in CLASS}
 
 
-def _by_root(base: Path) -> Graded:
+def _by_root(base: Path, *options: str) -> Graded:
     submissions, out, templates = base / "submissions", base / "out", base / "templates" / "cache"
     _write_class(submissions, base / "source", templates)
     shutil.copytree(templates, OutputFolder(out).cache)
-    done = grade_cli(submissions, "--out", out, "--source", base / "source", *LIMITS, timeout=900)
+    done = grade_cli(submissions, "--out", out, "--source", base / "source", *LIMITS, *options, timeout=900)
     return Graded(done, _scores(out))
 
 
@@ -185,13 +186,13 @@ def _by_unprivileged() -> Iterator[Graded]:
         shutil.rmtree(base, ignore_errors=True)
 
 
-@pytest.fixture(scope="module", params=["root", "unprivileged"])
+@pytest.fixture(scope="module", params=["root", "root-cold", "unprivileged"])
 def graded(request, tmp_path_factory) -> Iterator[Graded]:
     require_sandbox()
-    if request.param == "root":
-        yield _by_root(tmp_path_factory.mktemp("oracles"))
-    else:
+    if request.param == "unprivileged":
         yield from _by_unprivileged()
+    else:
+        yield _by_root(tmp_path_factory.mktemp("oracles"), *(["--cold"] if request.param == "root-cold" else []))
 
 
 def test_the_class_is_graded(graded: Graded) -> None:
