@@ -75,5 +75,5 @@ class OutputFolder:
 
     @property
     def secret(self) -> Path:
-        """The instructor's secret of the hidden inputs, unless ``--secret-file`` names another (`autograder.secret`)."""
+        """The secret the hidden inputs derive from, unless ``--secret-file`` names another (`autograder.secret`)."""
         return self.root / ".hidden-inputs.secret"

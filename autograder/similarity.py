@@ -42,6 +42,7 @@ NOISE = 25  # copydetect's default: runs shorter than 25 normalised characters a
 DEFAULT_THRESHOLD = 0.75
 MIN_SHARED = 2 * NOISE  # fewer shared fingerprints than this (one short identical line) are no evidence
 MAX_CODE_CHARS = 100_000  # a student's code beyond this (comments stripped first) is not compared: stays cheap
+CONDENSED_CHARS = 10 * MAX_CODE_CHARS  # what of one cell is condensed, its comment lines gone (a bounded cost)
 LONG_STRING = 200  # a string literal longer than this is shortened before a cut (its contents are one token)
 REFERENCE = "(reference solution)"  # the course's published solution, compared as a hand-in; never a student id
 CUT_NOTE = f"code cut at {MAX_CODE_CHARS} characters (comments stripped): the rest was not compared"
@@ -155,13 +156,23 @@ def _condensed(source: str) -> str:
 
 
 def bounded(cells: list[str]) -> tuple[str, bool]:
-    """The cells joined by blank lines, at most MAX_CODE_CHARS of it, and whether it was cut: when it is longer,
-    comments and long strings are stripped first (`_condensed`), so that no padding pushes code past the cut."""
+    """The cells joined by blank lines, at most MAX_CODE_CHARS of it, and whether it was cut. Longer code has its
+    comments and long strings stripped first (`_condensed`), so that no padding pushes code past the cut; that
+    costs time in proportion to the code, so each cell is condensed from its first CONDENSED_CHARS characters
+    once its comment lines are gone, and no further cell once the limit is reached (a cut all the same)."""
     code = "\n\n".join(cells)
     if len(code) <= MAX_CODE_CHARS:
         return code, False
-    code = "\n\n".join(_condensed(cell) for cell in cells)
-    return code[:MAX_CODE_CHARS], len(code) > MAX_CODE_CHARS
+    kept, size, cut = [], 0, False
+    for cell in cells:
+        if size > MAX_CODE_CHARS:
+            return "\n\n".join(kept)[:MAX_CODE_CHARS], True
+        text = "".join(line for line in io.StringIO(cell).readlines() if not line.lstrip().startswith("#"))
+        cut = cut or len(text) > CONDENSED_CHARS
+        kept.append(_condensed(text[:CONDENSED_CHARS]))
+        size += len(kept[-1]) + 2
+    code = "\n\n".join(kept)
+    return code[:MAX_CODE_CHARS], cut or len(code) > MAX_CODE_CHARS
 
 
 def _fingerprint(code: str, boilerplate: np.ndarray | None):
