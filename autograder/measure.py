@@ -2,7 +2,8 @@
 
 ``with peak_memory() as peak: ...`` resets the high-water mark of the process that runs the student's
 code (``/proc/PID/clear_refs``), and afterwards ``peak.bytes`` is how far its resident memory rose
-above what it held when the block began (``VmHWM`` minus ``VmRSS``, from ``/proc/PID/status``).
+above what it held when the block began (``VmHWM`` minus ``VmRSS``, from ``/proc/PID/status``), and
+``peak.retained`` how much more it still held when the block ended (what an object built in the block keeps).
 Under trusted scoring that process is the sandboxed kernel and the block runs in the harness
 (`autograder.trusted_execute` sets `TARGET`), so no student code can change the figure. Run in the
 kernel itself (plain ``nbgrader autograde``, the student's own notebook) it measures itself.
@@ -36,9 +37,11 @@ TARGET = Target()
 
 @dataclass
 class Peak:
-    """Filled in when the block ends: how many bytes the resident memory rose at most."""
+    """Filled in when the block ends: how many bytes the resident memory rose at most (``bytes``), and how many
+    it still held above the start when the block ended (``retained``, negative when the block freed memory)."""
 
     bytes: int = 0
+    retained: int = 0
 
 
 def _status_kib(pid: int, field: str) -> int:
@@ -58,4 +61,6 @@ def peak_memory() -> Iterator[Peak]:
     start = _status_kib(pid, "VmRSS")
     peak = Peak()
     yield peak
+    end = _status_kib(pid, "VmRSS")
     peak.bytes = max(0, _status_kib(pid, "VmHWM") - start) * 1024
+    peak.retained = (end - start) * 1024

@@ -9,6 +9,11 @@ WRONG = [
 def dot(a, b):
     return float(np.sum(a) * np.sum(b))
 """, message="sum(a) * sum(b)"),
+    Answer("dot", "widens to int16 so the products fit, and sums in int16 too", """
+def dot(a, b):
+    return float(np.asarray(a).astype(np.int16) @ np.asarray(b).astype(np.int16)) if np.asarray(a).dtype.kind == "i" \
+        else float(np.dot(a, b))
+""", message="their sum overflows int16"),
     Answer("dot", "returns the elementwise product, not its sum", """
 def dot(a, b):
     return a * b
@@ -21,6 +26,13 @@ def dot(a, b):
 def dot(a, b):
     return int(a @ b)
 """),
+    Answer("cosine_similarity", "the textbook formula: tiny vectors (1e-200) underflow to a zero norm", """
+def cosine_similarity(a, b):
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if not a.any() or not b.any():
+        raise ValueError("zero vector")
+    return float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b)))
+""", message="underflow"),
     Answer("cosine_similarity", "divides by |a|^2", """
 def cosine_similarity(a, b):
     if not np.any(a) or not np.any(b):
@@ -136,6 +148,9 @@ def dot(a, b):
     Answer("cosine_similarity", "normalise first, then take the dot product", """
 def cosine_similarity(a, b):
     a, b = a.astype(float), b.astype(float)
+    if np.abs(a).max() == 0.0 or np.abs(b).max() == 0.0:
+        raise ValueError("a zero vector has no direction")
+    a, b = a / np.abs(a).max(), b / np.abs(b).max()
     na, nb = np.sqrt(np.sum(a * a)), np.sqrt(np.sum(b * b))
     if na == 0.0 or nb == 0.0:
         raise ValueError("a zero vector has no direction")
@@ -176,10 +191,14 @@ def _mutant(cell: str, mistake: str, old: str, new: str, message: str = "") -> A
 WRONG += [
     _mutant("dot", "multiplies int8 vectors in int8: 100 * 100 overflows",
             "np.asarray(a, dtype=np.float64) * np.asarray(b, dtype=np.float64)", "a * b", message="int8"),
-    _mutant("cosine_similarity", "treats a tiny vector (norm 1e-9) as zero",
-            "if norm_a == 0 or norm_b == 0:", "if norm_a < 1e-8 or norm_b < 1e-8:", message="tiny vector"),
-    _mutant("cosine_similarity", "multiplies int8 vectors in int8",
-            "a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)", "pass", message="int8"),
+    _mutant("cosine_similarity", "treats a tiny vector (entries of 1e-9) as zero",
+            "if scale_a == 0 or scale_b == 0:", "if scale_a < 1e-8 or scale_b < 1e-8:", message="tiny vector"),
+    Answer("cosine_similarity", "multiplies int8 vectors in int8", """
+def cosine_similarity(a, b):
+    if not np.any(a) or not np.any(b):
+        raise ValueError("zero vector")
+    return float(np.sum(a * b) / (np.sqrt(np.sum(a * a)) * np.sqrt(np.sum(b * b))))
+""", message="int8"),
     _mutant("cosine_similarity", "a ValueError whose message does not say why",
             'raise ValueError("cosine similarity is undefined for a zero vector")', "raise ValueError()",
             message="contain 'zero'"),

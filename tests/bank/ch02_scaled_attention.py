@@ -204,6 +204,10 @@ WRONG += [
             "    peak = scores.max(axis=-1, keepdims=True)\n",
             "    peak = (Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])).max(axis=-1, keepdims=True)\n",
             message="underflow to 0"),
+    _mutant(_SDPA, "computes in float32 whatever the inputs' dtype (float32 weights for float64 inputs)",
+            "    scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])\n",
+            "    Q, K, V = (np.asarray(a, dtype=np.float32) for a in (Q, K, V))\n"
+            "    scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])\n", message="for float64 inputs"),
     _mutant(_SDPA, "scales Q in place: the caller's Q changes",
             "    scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])\n",
             "    Q /= np.sqrt(Q.shape[-1])\n    scores = Q @ np.swapaxes(K, -1, -2)\n", message="Leave the inputs unchanged"),

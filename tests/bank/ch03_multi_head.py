@@ -257,6 +257,20 @@ def merge_heads(x):
         w = e / torch.where(total > 0, total, torch.ones_like(total))
         return self.out_proj(merge_heads(torch.einsum("bhqk,bhkd->bhqd", w, v)))
 ''')),
+    Answer("MultiHeadAttention", "softmax as exp(S - logsumexp(S)), empty rows zeroed after", _layer('''
+    def forward(self, x, mask=None, is_causal=False):
+        T = x.shape[1]
+        q, k, v = (split_heads(p(x), self.num_heads) for p in (self.q_proj, self.k_proj, self.v_proj))
+        scores = q @ k.transpose(-1, -2) / math.sqrt(self.head_dim)
+        allowed = torch.ones(T, T, dtype=torch.bool)
+        if is_causal:
+            allowed = allowed.tril()
+        if mask is not None:
+            allowed = allowed & mask
+        scores = scores.masked_fill(~allowed, float("-inf"))
+        w = torch.exp(scores - torch.logsumexp(scores, dim=-1, keepdim=True)).nan_to_num(0.0)
+        return self.out_proj(merge_heads(w @ v))
+''')),
     Answer("MultiHeadAttention", "masks with torch.finfo(dtype).min, then zeroes the disallowed weights", _layer('''
     def forward(self, x, mask=None, is_causal=False):
         q, k, v = (split_heads(p(x), self.num_heads) for p in (self.q_proj, self.k_proj, self.v_proj))

@@ -149,7 +149,7 @@ def achieved_tflops(flops, seconds):
     Answer("kernel_name", "the dispatcher's first child with the aten prefix, from key_averages", """
 def kernel_name(q, k, v, backend, is_causal=False):
     with quiet_stderr():
-        with sdpa_kernel([backend]):
+        with sdpa_kernel(backend if isinstance(backend, list) else [backend]):
             with profile(activities=[ProfilerActivity.CPU]) as prof:
                 F.scaled_dot_product_attention(q, k, v, attn_mask=None, is_causal=is_causal)
     keys = [event.key for event in prof.key_averages()]
@@ -176,26 +176,7 @@ def kernel_name(q, k, v, backend, is_causal=False):
 ]
 
 WRONG += [
-    mutant(ASSIGNMENT, "achieved_tflops", "floor division: flops // seconds", ("flops / seconds", "flops // seconds"),
-           message="floor division"),
-]
-
-RIGHT += [
-    Answer("time_sdpa", "a multi-line statement that forces the backend inside the timed code", """
-def time_sdpa(q, k, v, backend, is_causal=False):
-    stmt = "with sdpa_kernel(backend):\\n    F.scaled_dot_product_attention(q, k, v, is_causal=is_causal)"
-    env = {"sdpa_kernel": sdpa_kernel, "backend": backend, "F": F, "q": q, "k": k, "v": v, "is_causal": is_causal}
-    measurement = benchmark.Timer(stmt, globals=env, num_threads=torch.get_num_threads()).blocked_autorange(min_run_time=0.2)
-    return measurement.median
-"""),
-]
-
-# Wrong answers that trusted scoring cannot tell from right ones: the test cells run outside the student's
-# process, and the only inputs these functions take are tensors and a backend, so what the function did
-# inside (profiled or looked up, passed is_causal on, timed on how many threads, with which Timer method,
-# returning which statistic) leaves no trace the grader can observe on CPU tensors. The requirement table
-# (docs/requirements/08_gpu_sdpa.md) says so; test_bank does not run these.
-NOT_OBSERVABLE = [
+    # A table by backend: caught by the list of backends, where the op depends on the inputs.
     Answer("kernel_name", "looks the name up from the backend instead of profiling", """
 def kernel_name(q, k, v, backend, is_causal=False):
     names = {SDPBackend.MATH: "aten::_scaled_dot_product_attention_math",
@@ -212,6 +193,26 @@ def kernel_name(q, k, v, backend, is_causal=False):
         F.scaled_dot_product_attention(q, k, v, is_causal=is_causal)
     return names[backend]
 """, message="a table from backend to name cannot know"),
+    mutant(ASSIGNMENT, "achieved_tflops", "floor division: flops // seconds", ("flops / seconds", "flops // seconds"),
+           message="floor division"),
+]
+
+RIGHT += [
+    Answer("time_sdpa", "a multi-line statement that forces the backend inside the timed code", """
+def time_sdpa(q, k, v, backend, is_causal=False):
+    stmt = "with sdpa_kernel(backend):\\n    F.scaled_dot_product_attention(q, k, v, is_causal=is_causal)"
+    env = {"sdpa_kernel": sdpa_kernel, "backend": backend, "F": F, "q": q, "k": k, "v": v, "is_causal": is_causal}
+    measurement = benchmark.Timer(stmt, globals=env, num_threads=torch.get_num_threads()).blocked_autorange(min_run_time=0.2)
+    return measurement.median
+"""),
+]
+
+# Wrong answers that trusted scoring cannot tell from right ones: the test cells run outside the student's
+# process, and the only inputs these functions take are tensors and a backend, so what the function did
+# inside (passed is_causal on, timed on how many threads, with which Timer method,
+# returning which statistic) leaves no trace the grader can observe on CPU tensors. The requirement table
+# (docs/requirements/08_gpu_sdpa.md) says so; test_bank does not run these.
+NOT_OBSERVABLE = [
     Answer("kernel_name", "drops is_causal", """
 def kernel_name(q, k, v, backend, is_causal=False):
     with quiet_stderr(), sdpa_kernel(backend), profile(activities=[ProfilerActivity.CPU]) as prof:

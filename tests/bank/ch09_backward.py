@@ -1,6 +1,6 @@
 """Chapter 9 answers: softmax_backward, attention_backward, flash_attention."""
 
-from tests.bank import Answer
+from tests.bank import Answer, edit
 
 ASSIGNMENT = "09_backward"
 
@@ -141,6 +141,13 @@ WRONG = [
            _attention(grads="dq, dk = ds @ k * scale, ds.transpose(-1, -2) @ q"), message="no 1/sqrt(d) on dk"),
     Answer("attention_backward", "a transposed dS: dq = dS^T K, dk = dS Q",
            _attention(grads="dq, dk = ds.transpose(-1, -2) @ k * scale, ds @ q * scale"), message="dS transposed"),
+    Answer("attention_backward", "softmax without the row-max shift: exp(S) / sum(exp(S)) overflows in float32",
+           _attention(softmax="e = torch.exp(s)\n    p = (e / e.sum(-1, keepdim=True)).nan_to_num(0.0)"),
+           message="exp(130) overflows float32"),
+    Answer("softmax_backward", "updates grad_p in place", _SOFTMAX_SIGNATURE + """
+    grad_p -= (p * grad_p).sum(dim=dim, keepdim=True)
+    return p * grad_p
+""", message="changed its argument grad_p in place"),
     Answer("attention_backward", "nan on fully masked rows: the plain softmax", _attention(
         softmax="p = torch.softmax(s, dim=-1)"), message="nan"),
     Answer("attention_backward", "the scale applied twice on dK",
@@ -170,6 +177,23 @@ WRONG = [
     Answer("flash_attention", "the backward recomputes the whole (n_q, n_k) weights at once from lse",
            _flash()[:_flash().index("    @staticmethod\n    def backward")] + _NAIVE_BACKWARD
            + _flash()[_flash().index("\n\ndef flash_attention"):], message="the memory of the process rose"),
+    Answer("flash_attention", "tiles hard-coded to 64 x 64: block_q and block_k ignored", _flash().replace(
+        "        n_q, n_k, scale = q.shape[-2], k.shape[-2], 1.0 / math.sqrt(q.shape[-1])\n        shift = n_k - n_q\n"
+        "        outs",
+        "        n_q, n_k, scale = q.shape[-2], k.shape[-2], 1.0 / math.sqrt(q.shape[-1])\n        shift = n_k - n_q\n"
+        "        block_q = block_k = 64\n        outs"), message="seems to ignore block_q and block_k"),
+    Answer("flash_attention", "lse kept in float32 for float64 inputs", _flash(
+        save="ctx.save_for_backward(q, k, v, out, lse.float())"), message="kept in float32"),
+    Answer("flash_attention", "forward without the running max: l = sum(exp(s)), lse = log(l)", edit(
+        _flash(), ("alpha, p = torch.exp(m - safe), torch.exp(s - safe)", "alpha, p = torch.ones_like(m), torch.exp(s)"),
+        ("torch.where(seen, m + torch.log(", "torch.where(seen, torch.log(")), message="exp(130) overflows float32"),
+    Answer("flash_attention", "the backward skips the last, shorter query block", _flash().replace(
+        "            for q0 in range(0, n_q, ctx.block_q):", "            for q0 in range(0, n_q - n_q % ctx.block_q, ctx.block_q):"),
+           message="Only rows"),
+    Answer("flash_attention", "the backward skips fully masked tiles but keeps lse = -inf: nan where a tile mixes "
+                              "a query that sees no key with one that does", _flash(
+        p="if torch.isinf(s).all():\n                    continue\n                p = torch.exp(s - lse[..., q0:q1, :])"),
+           message="hint 2"),
     Answer("flash_attention", "dV accumulated over query blocks wrongly: each query block overwrites the key "
                               "block's dV_j instead of adding to it, so only the last query block counts", _flash().replace(
         "dv_j += p.transpose(-1, -2) @ grad_out", "dv_j = p.transpose(-1, -2) @ grad_out")),

@@ -189,6 +189,9 @@ WRONG = [
            message="upper left"),
     Answer("sliding_window_mask", "no causal limit: only the lower edge of the window",
            _swap(_MASK, "return (j <= p) & (j > p - window)", "return j > p - window"), message="no causal limit"),
+    Answer("sliding_window_mask", "n_q > n_k: the first query placed at position 0 instead of before the first key",
+           _swap(_MASK, "torch.arange(n_q)[:, None] + (n_k - n_q)", "torch.arange(n_q)[:, None] + max(n_k - n_q, 0)"),
+           message="before the first key"),
     Answer("sliding_window_mask", "no ValueError for a window below 1",
            _swap(_MASK, '        raise ValueError("the window must be at least 1")\n', "        window = 1\n"),
            message="should raise ValueError"),
@@ -245,6 +248,43 @@ class RollingKVCache:
         self.n += k.shape[2]
         return torch.cat(self.ks, dim=2)[:, :, lo:], torch.cat(self.vs, dim=2)[:, :, lo:]
 ''', message="copies its whole history"),
+    Answer("RollingKVCache", "a ring of twice the window", _ROLLING.replace(
+        "window, head_dim, dtype=dtype)", "2 * window, head_dim, dtype=dtype)").replace(
+        ") % self.window", ") % (2 * self.window)").replace("keep = min(t, self.window)", "keep = min(t, 2 * self.window)"),
+           message="a buffer of twice the window"),
+    Answer("RollingKVCache", "keeps every chunk in a list, reading back only the last window - 1 positions", '''
+class RollingKVCache:
+    def __init__(self, batch_size, num_heads, window, head_dim, dtype=torch.float32):
+        self.ks, self.vs, self.window, self.n = [], [], window, 0
+
+    @property
+    def seq_len(self):
+        return self.n
+
+    def reset(self):
+        self.ks, self.vs, self.n = [], [], 0
+
+    def update(self, k, v):
+        need, tail_k, tail_v = self.window - 1, [], []
+        for ck, cv in zip(reversed(self.ks), reversed(self.vs)):
+            if need <= 0:
+                break
+            tail_k.insert(0, ck[:, :, -need:])
+            tail_v.insert(0, cv[:, :, -need:])
+            need -= ck.shape[2]
+        self.ks.append(k)
+        self.vs.append(v)
+        self.n += k.shape[2]
+        return torch.cat(tail_k + [k], dim=2), torch.cat(tail_v + [v], dim=2)
+''', message="a list of every chunk"),
+    Answer("RollingKVCache", "seq_len a plain attribute, which a caller can overwrite", _swap(_swap(_swap(_swap(
+        _ROLLING, "        self.n = 0\n\n    @property\n    def seq_len(self):\n        return self.n\n",
+        "        self.seq_len = 0\n"), "        self.n = 0\n", "        self.seq_len = 0\n"),
+        "        self.n += t\n", "        self.seq_len += t\n"),
+        "prev = torch.arange(max(0, self.n - (self.window - 1)), self.n) % self.window",
+        "prev = torch.arange(max(0, self.seq_len - (self.window - 1)), self.seq_len) % self.window").replace(
+        "torch.arange(self.n + t - keep, self.n + t)", "torch.arange(self.seq_len + t - keep, self.seq_len + t)"),
+           message="read-only property"),
     Answer("RollingKVCache", "seq_len stops at the window", _swap(_ROLLING, "        return self.n\n",
                                                                    "        return min(self.n, self.window)\n"),
            message="seq_len"),
@@ -286,6 +326,12 @@ class RollingKVCache:
            _swap(_MLA, "scale=1 / math.sqrt(Dh)", "scale=1 / math.sqrt(dc)"), message="1/sqrt(kv_latent_dim)"),
     Answer("MultiHeadLatentAttention", "upper-left causal mask with a cache",
            _swap(_MLA, ".tril(diagonal=n_k - T)", ".tril()"), message="upper-left causal mask"),
+    Answer("MultiHeadLatentAttention", "ignores what cache.update returns: attends only to this call's latents",
+           _swap(_MLA, "            c = cache.update(c)\n", "            cache.update(c)\n"),
+           message="what cache.update returns (every cached latent) is ignored"),
+    Answer("MultiHeadLatentAttention", "heads merged without the transpose",
+           _swap(_MLA, "return self.o_proj(y.transpose(1, 2).reshape(B, T, H * Dh))", "return self.o_proj(y.reshape(B, T, H * Dh))"),
+           message="heads merged without the transpose"),
     Answer("MultiHeadLatentAttention", "absorb=True absorbs k_up but still up-projects the values with v_up",
            _swap(_MLA, "            y = torch.einsum(\"bhtc,hdc->bhtd\", mixed, w_v)\n", '''            v = self.v_up(c).view(B, n_k, H, Dh).transpose(1, 2)
             y = F.scaled_dot_product_attention(q_lat, lat, v, attn_mask=mask, scale=1 / math.sqrt(Dh))
@@ -320,7 +366,7 @@ class RollingKVCache:
             if not self.free_list:
                 raise RuntimeError("out of blocks")
             block''').replace("if new_blocks + shared_tail > len(self.free_list):", "if shared_tail > len(self.free_list):"),
-           message="ran out of blocks"),
+           message="must raise before changing anything"),
     Answer("PagedKVCache", "forgets the copy-on-write block when counting what an append needs",
            _swap(_PAGED, "if new_blocks + shared_tail > len(self.free_list):", "if new_blocks > len(self.free_list):"),
            message="Count the copy-on-write block"),
@@ -337,6 +383,33 @@ class RollingKVCache:
 ]
 
 RIGHT = [
+    Answer("RollingKVCache", "a buffer kept in position order and shifted with torch.roll", '''
+class RollingKVCache:
+    def __init__(self, batch_size, num_heads, window, head_dim, dtype=torch.float32):
+        self.keys = torch.zeros(batch_size, num_heads, window, head_dim, dtype=dtype)
+        self.values = torch.zeros_like(self.keys)
+        self.window, self._count = window, 0
+
+    @property
+    def seq_len(self):
+        return self._count
+
+    def reset(self):
+        self._count = 0
+
+    def update(self, k, v):
+        t, w = k.shape[2], self.window
+        held = min(self._count, w - 1)
+        k_vis = torch.cat([self.keys[:, :, w - held:], k], dim=2)
+        v_vis = torch.cat([self.values[:, :, w - held:], v], dim=2)
+        keep = min(t, w)
+        self.keys = torch.roll(self.keys, -keep, dims=2)
+        self.values = torch.roll(self.values, -keep, dims=2)
+        self.keys[:, :, w - keep:] = k[:, :, t - keep:]
+        self.values[:, :, w - keep:] = v[:, :, t - keep:]
+        self._count += t
+        return k_vis, v_vis
+'''),
     Answer("sliding_window_mask", "two shifted tril masks", '''
 def sliding_window_mask(n_q, n_k, window):
     if window <= 0:
