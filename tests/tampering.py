@@ -22,8 +22,8 @@ SIMILARITY = "01_similarity"
 MULTI_HEAD = "03_multi_head"
 # Text that only the hidden tests hold (their random seeds): none of it may reach anything a student or
 # the output folder shows, in any of the encodings the leaking tricks use (`encodings`).
-HIDDEN_MARKERS = (*(f"np.random.default_rng({seed})" for seed in (101, 102, 103, 104)),
-                  *(f"torch.manual_seed({seed})" for seed in (303, 304)))
+HIDDEN_MARKERS = (*(f"np.random.default_rng(hidden_seed({seed}))" for seed in (101, 102, 103, 104)),
+                  *(f"torch.manual_seed(hidden_seed({seed}))" for seed in (303, 304)))
 
 
 @dataclass(frozen=True)
