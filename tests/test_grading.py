@@ -12,6 +12,7 @@ import json
 import pytest
 
 from autograder.layout import OutputFolder
+from autograder.secret import hand_in_key, load_secret
 from autograder.state import stored_results
 from tests import bank
 from course.chapters import chapter, slugs
@@ -47,7 +48,15 @@ def graded(tmp_path_factory):
                              student_notebook(exercise, {**reference, answer.cell: answer.source}),
                              exercise.name)
     done = grade_cli(submissions, "--out", out, "--jobs", "2", "--quiet")
-    return {"done": done, "out": out}
+    return {"done": done, "out": out, "submissions": submissions}
+
+
+def _hand_in_key(graded, student: str, assignment: str) -> str:
+    """The key `grade` drew this hand-in's hidden inputs from (the folder's secret, the student, the notebook's
+    bytes), so that the harness runs the hidden tests on the same inputs."""
+    exercise = chapter(assignment).exercise
+    notebooks = {exercise.stem: str(graded["submissions"] / student / assignment / exercise.name)}
+    return hand_in_key(load_secret(OutputFolder(graded["out"]).secret), student, assignment, notebooks)
 
 
 def test_course_is_graded(graded) -> None:
@@ -67,7 +76,8 @@ def test_reference_gets_full_marks_and_blank_gets_zero(graded, assignment: str) 
 @pytest.mark.parametrize("assignment", [a for a in ASSIGNMENTS if a in BANK])
 def test_autograder_agrees_with_the_harness(graded, assignment: str) -> None:
     answer = _sampled_wrong_answer(assignment)
-    harness = {cell.grade_id: cell.passed for cell in run_notebook(assignment, {answer.cell: answer.source})}
+    key = _hand_in_key(graded, f"bank-{assignment}", assignment)
+    harness = {cell.grade_id: cell.passed for cell in run_notebook(assignment, {answer.cell: answer.source}, key)}
     cells = stored_results(OutputFolder(graded["out"]), assignment)[f"bank-{assignment}"].cells
     real = {cell.grade_id: cell.passed for cell in cells}
     assert real == harness, f"{answer.mistake}: autograder {real} vs harness {harness}"
