@@ -8,7 +8,9 @@ Each rule works twice:
   scaled dot-product attention: flash, efficient, math, cuDNN and the dispatcher
   ``aten::scaled_dot_product_attention`` itself) on each dispatch key that computes it on a CPU, through
   ``torch.library``: ``F.scaled_dot_product_attention`` and ``torch.ops.aten._scaled_dot_product_*``
-  raise, with or without autograd;
+  raise, with or without autograd. FlexAttention's ``flex_attention`` is a higher-order operator (no
+  ``torch.library`` operator to register on), and eager on a CPU it computes with ordinary operators: only
+  the source check below finds it;
 - in the grader, on the student's source (`broken`): a call or a name of a forbidden function in a
   solution cell costs the graded names that cell defines their tests (`autograder.trusted_execute`),
   with a message that names the rule and the line.
@@ -110,8 +112,8 @@ def defined(source: str, graded: tuple[str, ...]) -> tuple[str, ...]:
 def broken(source: str, rules: tuple[Rule, ...], graded: tuple[str, ...]) -> dict[str, list[str]]:
     """The graded definitions of ``source`` (one cell; top-level functions and classes named in ``graded``) whose
     body breaks ``rules``, each with one line per use ({} when none, or when the cell does not parse). A name
-    counts where it is used as a name, an attribute or a string of its own (``getattr(F, "...")``), never
-    inside a sentence (a docstring)."""
+    counts where it is used as a name, an attribute, an imported name (``from ... import flex_attention as f``) or
+    a string of its own (``getattr(F, "...")``), never inside a sentence (a docstring)."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
@@ -123,6 +125,7 @@ def broken(source: str, rules: tuple[Rule, ...], graded: tuple[str, ...]) -> dic
             continue
         for node in ast.walk(definition):
             named = (node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name)
+                     else node.name.rsplit(".", 1)[-1] if isinstance(node, ast.alias)
                      else node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None)
             for rule in rules:
                 if isinstance(named, str) and (named in rule.names or named.startswith("_scaled_dot_product")):

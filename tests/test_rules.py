@@ -2,12 +2,14 @@
 
 - A NumPy chapter's kernel sees only numpy (and what ipykernel needs): ``import torch`` fails there
   (`autograder.site_view`), so chapter 7 can no longer call torch's fused CPU flash kernel.
-- A chapter whose task forbids fused attention (registry ``forbid: [fused_attention]``: 3 and 9) has
+- A chapter whose task forbids fused attention (registry ``forbid: [fused_attention]``: 3, 9 and 11) has
   torch's SDPA operators raise in its kernel before the first student cell (`autograder.rules.install`),
-  and a graded definition that names one loses its tests, with a message that names the rule
-  (`autograder.rules.broken`, `autograder.trusted_execute`).
+  and a graded definition that names one (or ``flex_attention``, which no ``torch.library`` kernel reaches)
+  loses its tests, with a message that names the rule (`autograder.rules.broken`,
+  `autograder.trusted_execute`).
 
-The slow test grades the three attacks of the issue and the reference answers through the real CLI.
+The slow test grades the attacks (the issue's three, and chapter 11's top-k attention through SDPA) and the
+reference answers through the real CLI.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from autograder.layout import OutputFolder
 from autograder.site_view import shown_entries, site_folders
 from course.chapters import chapter, chapters
 from course.notebooks import solution_sources
+from tests.bank.ch11_sparse import SDPA_TOPK
 from tests.grading_helpers import grade_cli, read_grades, released_notebooks, student_notebook, write_submission
 
 FUSED = rules.parse("fused_attention")
@@ -93,7 +96,7 @@ def flash_attention(q, k, v, is_causal=False, block_q=64, block_k=64):
 
 def test_the_registry_forbids_fused_attention_where_the_task_does() -> None:
     forbidding = {c.slug for c in chapters() if "fused_attention" in c.forbid}
-    assert {"03_multi_head", "09_backward"} <= forbidding
+    assert {"03_multi_head", "09_backward", "11_sparse"} <= forbidding
     assert not forbidding & {"04_kv_cache", "05_gqa", "06_rope", "08_gpu_sdpa", "10_serving"}, \
         "these chapters' tasks allow or require F.scaled_dot_product_attention"
     for c in chapters():
@@ -114,7 +117,12 @@ def test_a_numpy_chapter_kernel_sees_no_torch() -> None:
      ("f",)),
     ("def f(q):\n    return torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(q, q, q)[0]\n",
      ["_scaled_dot_product_flash_attention_for_cpu"], ("f",)),
-], ids=["ch3-ulp", "ch9-sdpa", "getattr", "aten-op"])
+    (SDPA_TOPK, ["scaled_dot_product_attention"], ("topk_sparse_attention",)),
+    ("def f(q):\n    from torch.nn.attention.flex_attention import flex_attention as fa\n    return fa(q, q, q)\n",
+     ["flex_attention"], ("f",)),
+    ("def f(q):\n    import torch.nn.attention.flex_attention as fl\n    return fl.flex_attention(q, q, q)\n",
+     ["flex_attention", "flex_attention"], ("f",)),
+], ids=["ch3-ulp", "ch9-sdpa", "getattr", "aten-op", "ch11-sdpa", "flex-imported-as", "flex-attribute"])
 def test_the_source_check_names_each_use(source: str, names: list[str], graded: tuple[str, ...]) -> None:
     found = rules.broken(source, FUSED, graded)
     assert [line.split(": ")[1].split(" (")[0] for lines in found.values() for line in lines] == names, found
@@ -157,15 +165,15 @@ def test_the_kernel_preload_takes_fused_attention_out() -> None:
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
-    """Chapters 3, 7 and 9 graded once (warm): the three attacks and the reference answers."""
+    """Chapters 3, 7, 9 and 11 graded once (warm): the attacks and the reference answers."""
     base = tmp_path_factory.mktemp("rules")
     source = base / "source"
-    slugs = ("03_multi_head", "07_flash_attention", "09_backward")
+    slugs = ("03_multi_head", "07_flash_attention", "09_backward", "11_sparse")
     for slug in slugs:
         shutil.copytree(chapter(slug).solution.parent, source / slug)
     released = released_notebooks(OutputFolder(base / "out").cache, source)
     attacks = {"03_multi_head": ("MultiHeadAttention", ULP), "07_flash_attention": ("tiled_attention", FUSED_CPU),
-               "09_backward": ("flash_attention", SDPA_AUTOGRAD)}
+               "09_backward": ("flash_attention", SDPA_AUTOGRAD), "11_sparse": ("topk_sparse_attention", SDPA_TOPK)}
     for slug, (cell, code) in attacks.items():
         reference = solution_sources(chapter(slug).solution)
         name = f"{chapter(slug).notebook}.ipynb"
@@ -186,7 +194,7 @@ def test_the_library_answers_lose_points_and_the_references_keep_them(graded) ->
     feedback = {slug: (out.feedback("library", slug) / f"{chapter(slug).notebook}.html").read_text()
                 for slug in graded["attacks"]}
     assert "No module named" in feedback["07_flash_attention"] and "torch" in feedback["07_flash_attention"]
-    for slug in ("03_multi_head", "09_backward"):
+    for slug in ("03_multi_head", "09_backward", "11_sparse"):
         assert rules.RULE_ERROR in feedback[slug] and "fused_attention" in feedback[slug], slug
 
 

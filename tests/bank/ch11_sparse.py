@@ -47,6 +47,17 @@ _CAUSAL_HIDDEN = ("        hidden = torch.arange(n_k)[None, :] > torch.arange(n_
                   "# (n_q, n_k)\n")
 _TOPK = "    best, index = scores.topk(min(top_k, k.shape[-2]), dim=-1)  # (B, n_q, kk)\n"
 
+# Breaks the chapter's rule `fused_attention` (`tests/test_rules.py` grades it through the real CLI, where SDPA raises):
+# the bank's stand-in kernel keeps SDPA, so here the hidden tests' bit-for-bit comparison with their oracle catches it.
+SDPA_TOPK = '''
+def topk_sparse_attention(q, k, v, scores, top_k):
+    kk = min(top_k, scores.shape[-1])
+    chosen = torch.zeros(scores.shape, dtype=torch.bool).scatter(-1, scores.topk(kk, dim=-1).indices, True)
+    allowed = (chosen & torch.isfinite(scores))[:, None]  # (B, 1, n_q, n_k)
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed)
+    return torch.where(allowed.any(-1, keepdim=True), out, torch.zeros(()))
+'''
+
 WRONG = [
     # attention_with_sinks
     _wrong("attention_with_sinks", "no sink: softmax over the keys alone",
@@ -211,6 +222,8 @@ def block_sparse_attention(q, k, v, mask_mod, block_size=128):
             "                         index[:, None, :, :, None].expand(B, H, n_q, kk, v.shape[-1]))\n",
             "    v_sel = v[:, :, None, :kk].expand(B, H, n_q, kk, v.shape[-1])\n"),
            message="against SDPA masked to the same top-k keys"),
+    Answer("topk_sparse_attention", "calls F.scaled_dot_product_attention with the boolean mask of the top-k keys",
+           SDPA_TOPK, message="F.scaled_dot_product_attention called by topk_sparse_attention"),
 ]
 
 RIGHT = [
