@@ -5,8 +5,11 @@
 - flat: ``<Full Name>_<participant id>_assignsubmission_file_<file>``.
 
 Moodle writes the student's full name with every ``_`` turned into a space, and a participant id that is
-not the Moodle user id. The student id is the full name (NFC, characters a student id does not allow read
-as spaces), or ``<Full Name>_<participant id>`` when two participants share the name. The gradebook
+not the Moodle user id: Moodle draws it for each assignment (its table ``assign_user_mapping``), so the
+same student has another number in the next assignment's zip. The student id is therefore the full name
+(NFC, characters a student id does not allow read as spaces), the same in every zip whoever else is in it.
+Two participants of one zip with the same full name cannot be told apart from one zip to the next: they
+are graded as ``<Full Name>_<participant id>``, with a note and a line of the run that say so. The gradebook
 export maps names to its users: ``python -m autograder export --lms moodle --match name``
 (`autograder.lms_moodle`).
 """
@@ -58,12 +61,21 @@ def from_moodle(archive: zipfile.ZipFile, notebooks: dict[str, str], staging: Pa
         participants[student_id(name)].add(participant)
     found: dict[str, Found] = {}
     stager = Stager(archive, budget)
-    said = []
+    said: list[str] = []
+    for student, numbers in sorted(participants.items()):
+        if len(numbers) > 1:
+            said.append(f"{len(numbers)} participants of the Moodle zip are named '{student}': graded as "
+                        f"{', '.join(f'{student}_{n}' for n in sorted(numbers))}; Moodle numbers participants per "
+                        "assignment, so these rows do not join their other assignments (match them by hand)")
     for member, name, participant, plugin, base in sorted(entries, key=lambda e: e[0].filename):
         student = student_id(name)
+        if len(participants[student]) > 1 and f"{student}_{participant}" not in found:
+            found[f"{student}_{participant}"] = Found(lms_name=normal_id(name), notes=[
+                f"two participants of this Moodle zip are named '{student}': told apart by Moodle's participant "
+                f"number {participant}, which differs in each assignment"])
         if len(participants[student]) > 1:
             student = f"{student}_{participant}"
-        entry = found.setdefault(student, Found())
+        entry = found.setdefault(student, Found(lms_name=normal_id(name)))
         if plugin == "onlinetext":
             entry.others.setdefault("", []).append("an online text entry (onlinetext.html), not a notebook file")
             continue

@@ -29,7 +29,8 @@ class Found:
     notebooks whose name matches no assignment); ``others``: assignment -> names of the other files handed
     in; ``problems``: assignment ("" for all of them) -> why it cannot be graded; ``notes``: what the
     reason of every row of this student says though it is graded; from a Canvas zip also ``lms_user_id``, the
-    student's Canvas user id, and ``late``, the assignments whose counted submission Canvas marked late.
+    student's Canvas user id, and ``late``, the assignments whose counted submission Canvas marked late; from an LMS
+    zip ``lms_name``, the student's name as its file names give it (Canvas's sortable name, Moodle's full name).
     """
 
     files: dict[str, list[Path]] = field(default_factory=dict)
@@ -38,6 +39,7 @@ class Found:
     notes: list[str] = field(default_factory=list)
     lms_user_id: str = ""
     late: set[str] = field(default_factory=set)
+    lms_name: str = ""
 
     def problem(self, assignment: str, text: str) -> None:
         self.problems.setdefault(assignment, []).append(text)

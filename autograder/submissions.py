@@ -6,9 +6,10 @@ Canvas names each file `<name>[_LATE]_<user id>_<attachment id>_<original filena
 is the student's sortable name in lower case with every character but letters, digits and `_` removed
 (so it may hold underscores and non-ASCII letters), and a resubmitted file's original name may carry a
 `-1`, `-2`... suffix; the original filename says which notebook (and so which assignment) it is. The
-student id is the one the output folder already uses for that Canvas user id (``known``), else Canvas's
-`<name>`, or `<name>_<user id>` when two Canvas users share a name in the zip or another user already holds
-`<name>` in the folder: a student keeps one id for the whole term, whoever else is in each zip. Anonymous
+student id is the one the output folder already uses for that Canvas user id (``known``), else
+`<name>_<user id>`: derived from the Canvas user id, which never changes, and never from who else is in the
+zip, so a student keeps one id for the whole term (two students named "Smith, John" are `smithjohn_482799`
+and `smithjohn_482736` in every zip, with or without the other). Anonymous
 grading, link and text entries and renamed notebooks are read as `autograder.canvas_names` says; a zip a
 student handed in is opened one level deep (`_inner_zip`).
 
@@ -50,14 +51,12 @@ def _canvas(archive: zipfile.ZipFile, notebooks: dict[str, str], staging: Path, 
     """Canvas's flat layout (`autograder.canvas_names`); ``notebooks`` maps a notebook filename to its assignment,
     ``known`` a Canvas user id to the id the output folder uses for it."""
     latest: dict[tuple[str, str, str], tuple[int, zipfile.ZipInfo, str, bool]] = {}
-    users_by_name: dict[str, set[str]] = defaultdict(set)
     other: dict[tuple[str, str], list[tuple[zipfile.ZipInfo, CanvasName]]] = defaultdict(list)
     for member in zip_members(archive):
         parsed = canvas_names.parse(PurePosixPath(member.filename).name)
         if parsed is None:
             continue
         name, user = normal_id(parsed.name), parsed.user
-        users_by_name[name].add(user)
         named = _notebook_name(parsed.original, notebooks) if parsed.kind == "file" else None
         if named is None:
             other[(name, user)].append((member, parsed))
@@ -68,23 +67,21 @@ def _canvas(archive: zipfile.ZipFile, notebooks: dict[str, str], staging: Path, 
     found: dict[str, Found] = {}
     stager = Stager(archive, budget)
 
-    taken = set(known.values())
-
     def student_id(name: str, user: str) -> str:
-        if user in known:
-            return known[user]
-        return name if len(users_by_name[name]) == 1 and name not in taken else f"{name}_{user}"
+        """The id the folder already uses for ``user``, else ``<name>_<user id>`` (``anon_<id>`` when anonymous):
+        the same in every zip, whoever else is in it."""
+        return known.get(user) or (f"{name}_{user}" if user else name)
 
     for (name, user, filename), (_, member, staged_name, late) in sorted(latest.items()):
         student, assignment = student_id(name, user), notebooks[filename]
-        entry = found.setdefault(student, Found(lms_user_id=user))
+        entry = found.setdefault(student, Found(lms_user_id=user, lms_name=name))
         if late:
             entry.late.add(assignment)
         if valid_student_id(student):
             add(found, student, assignment, stager.stage(member, staging / student / assignment / staged_name))
     for (name, user), handed_in in sorted(other.items()):
         student = student_id(name, user)
-        entry = found.setdefault(student, Found(lms_user_id=user))
+        entry = found.setdefault(student, Found(lms_user_id=user, lms_name=name))
         for member, parsed in handed_in:
             if parsed.kind != "file":
                 entry.others.setdefault("", []).append(

@@ -28,7 +28,7 @@ def make_tasks(found: dict[str, Found], templates: dict[str, Template], grading_
             tasks.append(_task(student, templates[assignment], entry, grading_key, restored))
         for assignment in unknown:
             if assignment in entry.files or assignment in entry.others:
-                tasks.append(Task(student, assignment, note="; ".join(entry.notes),
+                tasks.append(Task(student, assignment, note="; ".join(entry.notes), lms_name=entry.lms_name,
                                   problem=f"'{assignment}' is not an assignment of this course"))
     return tasks
 
@@ -41,7 +41,7 @@ def _found_instead(entry: Found, assignment: str) -> str:
 
 def _task(student: str, template: Template, entry: Found, grading_key: str, restored: Path | None) -> Task:
     task = Task(student, template.assignment, note="; ".join(entry.notes), lms_user_id=entry.lms_user_id,
-                late=template.assignment in entry.late)
+                late=template.assignment in entry.late, lms_name=entry.lms_name)
     expected = ", ".join(f"{n}.ipynb" for n in template.notebooks)
     problems = entry.problems.get("", []) + entry.problems.get(template.assignment, [])
     files = entry.files.get(template.assignment)

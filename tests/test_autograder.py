@@ -134,12 +134,12 @@ def test_canvaswrite_zip(first_run) -> None:
     assert done.returncode == 1, done.stderr  # troideanna handed in a file that is not the notebook
     rows = read_grades(out)
     assert {key: row["score"] for key, row in rows.items()} == {
-        ("picardjeanluc", "toy"): "5", ("rikerwill", "toy"): "3", ("troideanna", "toy"): "0"}
-    assert rows[("troideanna", "toy")]["reason"] == \
+        ("picardjeanluc_1701", "toy"): "5", ("rikerwill_1702", "toy"): "3", ("troideanna_1703", "toy"): "0"}
+    assert rows[("troideanna_1703", "toy")]["reason"] == \
         "not graded: no submission (expected toy.ipynb); found instead: notes.txt"
     assert {key: (row["lms_user_id"], row["late"]) for key, row in rows.items()} == {
-        ("picardjeanluc", "toy"): ("1701", "0"), ("rikerwill", "toy"): ("1702", "1"),
-        ("troideanna", "toy"): ("1703", "0")}, "the Canvas user id and late flag are kept for `export`"
+        ("picardjeanluc_1701", "toy"): ("1701", "0"), ("rikerwill_1702", "toy"): ("1702", "1"),
+        ("troideanna_1703", "toy"): ("1703", "0")}, "the Canvas user id and late flag are kept for `export`"
 
 
 def test_folder_zip_and_nothing_gradable(first_run) -> None:

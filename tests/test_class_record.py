@@ -155,20 +155,44 @@ def test_assignment_filter_keeps_the_canvas_user_id_and_the_late_flag() -> None:
 NOTEBOOKS = {"toy.ipynb": "toy", "toy_torch.ipynb": "toy_torch"}
 
 
-def test_a_canvas_student_keeps_the_id_the_folder_uses(tmp_path: Path) -> None:
+def test_a_canvas_students_id_does_not_depend_on_who_else_is_in_the_zip(tmp_path: Path) -> None:
+    """Issue 33, item 3: two users named "Smith, John"; before, the one who handed in alone was `smithjohn` in a fresh
+    folder and `smithjohn_11` when his namesake was in the zip too."""
     both = write_zip(tmp_path / "both.zip", {"smithjohn_11_1_toy.ipynb": b"{}", "smithjohn_12_2_toy.ipynb": b"{}"})
-    found, _ = find(both, NOTEBOOKS, tmp_path / "s1")
-    assert sorted(found) == ["smithjohn_11", "smithjohn_12"]
-    known = {entry.lms_user_id: student for student, entry in found.items()}
     one = write_zip(tmp_path / "one.zip", {"smithjohn_11_3_toy_torch.ipynb": b"{}"})
-    assert sorted(find(one, NOTEBOOKS, tmp_path / "s2", known=known)[0]) == ["smithjohn_11"]
-    # The other way round: the id a lone Smith got stays his, and another Smith never takes it.
-    first, _ = find(one, NOTEBOOKS, tmp_path / "s3")
-    known = {entry.lms_user_id: student for student, entry in first.items()}
-    assert known == {"11": "smithjohn"}
-    assert sorted(find(both, NOTEBOOKS, tmp_path / "s4", known=known)[0]) == ["smithjohn", "smithjohn_12"]
     other = write_zip(tmp_path / "other.zip", {"smithjohn_12_4_toy.ipynb": b"{}"})
-    assert sorted(find(other, NOTEBOOKS, tmp_path / "s5", known=known)[0]) == ["smithjohn_12"]
+    assert sorted(find(both, NOTEBOOKS, tmp_path / "s1")[0]) == ["smithjohn_11", "smithjohn_12"]
+    assert sorted(find(one, NOTEBOOKS, tmp_path / "s2")[0]) == ["smithjohn_11"], "a fresh folder, alone in the zip"
+    assert sorted(find(other, NOTEBOOKS, tmp_path / "s3")[0]) == ["smithjohn_12"]
+
+
+def test_an_older_folder_keeps_the_ids_it_uses(tmp_path: Path) -> None:
+    """A folder an earlier version filled holds `smithjohn` for user 11: he keeps it in every zip, his namesake
+    never takes it."""
+    known = {"11": "smithjohn"}
+    both = write_zip(tmp_path / "both.zip", {"smithjohn_11_1_toy.ipynb": b"{}", "smithjohn_12_2_toy.ipynb": b"{}"})
+    one = write_zip(tmp_path / "one.zip", {"smithjohn_11_3_toy_torch.ipynb": b"{}"})
+    other = write_zip(tmp_path / "other.zip", {"smithjohn_12_4_toy.ipynb": b"{}"})
+    assert sorted(find(both, NOTEBOOKS, tmp_path / "s1", known=known)[0]) == ["smithjohn", "smithjohn_12"]
+    assert sorted(find(one, NOTEBOOKS, tmp_path / "s2", known=known)[0]) == ["smithjohn"]
+    assert sorted(find(other, NOTEBOOKS, tmp_path / "s3", known=known)[0]) == ["smithjohn_12"]
+
+
+def test_a_moodle_students_id_is_the_same_in_every_zip(tmp_path: Path) -> None:
+    """Moodle numbers participants per assignment (2001 in one zip, 3107 in the next): the id is the full name,
+    whoever else is in the zip; namesakes, whom only that number tells apart, are graded apart with a note."""
+    alone = write_zip(tmp_path / "a1.zip", {"John Smith_2001_assignsubmission_file_/toy.ipynb": b"{}"})
+    others = write_zip(tmp_path / "a2.zip", {"Ada Lovelace_3100_assignsubmission_file_/toy_torch.ipynb": b"{}",
+                                             "John Smith_3107_assignsubmission_file_/toy_torch.ipynb": b"{}"})
+    assert sorted(find(alone, NOTEBOOKS, tmp_path / "s1")[0]) == ["John Smith"]
+    assert sorted(find(others, NOTEBOOKS, tmp_path / "s2")[0]) == ["Ada Lovelace", "John Smith"]
+    namesakes = write_zip(tmp_path / "a3.zip", {"John Smith_4001_assignsubmission_file_/toy.ipynb": b"{}",
+                                                "John Smith_4002_assignsubmission_file_/toy.ipynb": b"{}"})
+    found, said = find(namesakes, NOTEBOOKS, tmp_path / "s3")
+    assert sorted(found) == ["John Smith_4001", "John Smith_4002"]
+    assert "participant number 4001, which differs in each assignment" in found["John Smith_4001"].notes[0]
+    assert said[0].startswith("2 participants of the Moodle zip are named 'John Smith': graded as John Smith_4001, "
+                              "John Smith_4002"), said
 
 
 def _reference(released: dict[str, Path], assignment: str) -> str:
@@ -200,17 +224,17 @@ def test_grading_another_assignment_into_the_folder_keeps_the_earlier_ones(tmp_p
         assert run.returncode == 0, run.stderr
     grades = read_grades(out.root)
     assert {k: (r["score"], r["lms_user_id"]) for k, r in grades.items()} == {
-        ("ada", "toy"): ("5", "11"), ("bo", "toy"): ("5", "12"), ("ada", "toy_torch"): ("2", "11"),
-        ("bo", "toy_torch"): ("2", "12")}
+        ("ada_11", "toy"): ("5", "11"), ("bo_12", "toy"): ("5", "12"), ("ada_11", "toy_torch"): ("2", "11"),
+        ("bo_12", "toy_torch"): ("2", "12")}
     assert all(any(out.feedback(s, a).glob("*.html")) for s, a in grades), "a feedback page was deleted"
-    assert _gradebook_scores(out.gradebook) == {("ada", "toy"): 5.0, ("bo", "toy"): 5.0, ("ada", "toy_torch"): 2.0,
-                                                ("bo", "toy_torch"): 2.0}
+    assert _gradebook_scores(out.gradebook) == {("ada_11", "toy"): 5.0, ("bo_12", "toy"): 5.0,
+                                                ("ada_11", "toy_torch"): 2.0, ("bo_12", "toy_torch"): 2.0}
     # Another folder sharing this gradebook (--db), where ada's toy is 'no submission', zeroes none of it.
     shared = grade_cli(second, "--out", tmp_path / "other", "--source", FIXTURE_SOURCE, "--jobs", "2", "--quiet",
                        "--db", f"sqlite:///{out.gradebook}")
     assert shared.returncode == 0, shared.stderr
-    assert _gradebook_scores(out.gradebook)[("ada", "toy")] == 5.0, "a shared gradebook lost ada's grade"
+    assert _gradebook_scores(out.gradebook)[("ada_11", "toy")] == 5.0, "a shared gradebook lost ada's grade"
     # ada's toy was not in the second zip: the pair is found from the hand-in the folder kept.
-    assert "\ntoy,ada,bo," in out.similarity.read_text()
+    assert "\ntoy,ada_11,bo_12," in out.similarity.read_text()
     report = out.report.read_text()
     assert report.count("toy_torch") and "Similar code" in report

@@ -36,7 +36,8 @@ ZIP = {"lovelaceada_1001_5001_similarity.ipynb": b"first try",
        "turingalan_1004_5004_essay.pdf": b"not a notebook",
        "noetheremmy_1005_5005_similarity.ipynb": b"unchanged",
        "rikerwill_late_1702_5006_similarity.ipynb": b"dropped the course"}
-SCORES = {"lovelaceada": 8.0, "hoppergrace": 10.0, "curiemarie": 5.0, "noetheremmy": 9.0, "rikerwill": 4.0}
+SCORES = {"lovelaceada_1001": 8.0, "hoppergrace_1002": 10.0, "curiemarie_1003": 5.0, "noetheremmy_1005": 9.0,
+          "rikerwill_1702": 4.0}
 
 # Canvas's export (Grades > Export): a BOM, quoted names, two sections, a custom column, other assignments,
 # read-only totals, an excused cell, the Test Student.
@@ -105,21 +106,21 @@ def export(*args: str | Path) -> subprocess.CompletedProcess:
 def test_grades_csv_keeps_the_canvas_user_id_and_the_late_flag(tmp_path: Path) -> None:
     text = OutputFolder(_graded(tmp_path)).grades.read_text().splitlines()
     assert text[0] == "student_id,assignment,score,max_score,reason,lms_user_id,late", "new columns go at the end"
-    assert "hoppergrace,01_similarity,10,10,,1002,1" in text
-    assert "lovelaceada,01_similarity,8,10,,1001,0" in text
-    assert "rikerwill,01_similarity,4,10,,1702,1" in text, "_late_ in lower case marks a late submission too"
-    assert "turingalan,01_similarity,0,10,not graded: no submission (expected similarity.ipynb); found instead: essay.pdf,1004,0" in text
+    assert "hoppergrace_1002,01_similarity,10,10,,1002,1" in text
+    assert "lovelaceada_1001,01_similarity,8,10,,1001,0" in text
+    assert "rikerwill_1702,01_similarity,4,10,,1702,1" in text, "_late_ in lower case marks a late submission too"
+    assert "turingalan_1004,01_similarity,0,10,not graded: no submission (expected similarity.ipynb); found instead: essay.pdf,1004,0" in text
 
 
 def test_a_resubmission_takes_its_late_flag_from_the_submission_that_counts(tmp_path: Path) -> None:
     found, _ = from_zip(write_zip(tmp_path / "s.zip", {"picard_LATE_1701_9001_similarity.ipynb": b"late first",
                                                "picard_1701_9002_similarity-1.ipynb": b"on time later"}),
                      NOTEBOOKS, tmp_path / "staging")
-    assert found["picard"].late == set() and found["picard"].lms_user_id == "1701"
+    assert found["picard_1701"].late == set() and found["picard_1701"].lms_user_id == "1701"
     found, _ = from_zip(write_zip(tmp_path / "t.zip", {"picard_1701_9001_similarity.ipynb": b"on time",
                                                "picard_LATE_1701_9002_similarity-1.ipynb": b"late resubmission"}),
                      NOTEBOOKS, tmp_path / "staging2")
-    assert found["picard"].late == {"01_similarity"}
+    assert found["picard_1701"].late == {"01_similarity"}
 
 
 # ---------------------------------------------------------------- Canvas
@@ -144,7 +145,7 @@ def test_canvas_import_file(tmp_path: Path) -> None:
     assert "cells that already hold the grade (rows left out of the file): 1" in out
     assert "excused, left as EX: Curie, Marie (1003) in Similarity (1201)" in out
     assert "late (no penalty here: left to Canvas's late policy): Hopper, Grace (1002) in Similarity (1201)" in out
-    assert "graded but not in the export: 1\n  rikerwill (Canvas user 1702): 01_similarity" in out
+    assert "graded but not in the export: 1\n  rikerwill_1702 (Canvas user 1702): 01_similarity" in out
     assert ("in the export with no submission, cell kept (Similarity (1201)): 2\n  Turing, Alan (1004)\n"
             "  Student, Test (1099)") in out
 
@@ -432,14 +433,14 @@ def test_an_export_that_matches_no_graded_student_is_refused(tmp_path: Path) -> 
     done = export(_graded(tmp_path), "--lms", "canvas", "--gradebook", _write(tmp_path / "export.csv", other),
                   "--map", "01_similarity=1201", "--out", tmp_path / "import.csv")
     assert done.returncode == 2, done.stdout
-    assert "matches none of the 5 students graded in DIR (for example curiemarie): is it this course's export?" \
+    assert "matches none of the 5 students graded in DIR (for example curiemarie_1003): is it this course's export?" \
         in done.stderr, done.stderr
     assert not (tmp_path / "import.csv").exists()
 
 
 def test_only_the_rows_that_change_are_written(tmp_path: Path) -> None:
     """A TA changed Emmy's grade in Canvas after the export: the import must not send her exported cell back."""
-    graded = _graded(tmp_path, scores={**SCORES, "noetheremmy": 9.0})
+    graded = _graded(tmp_path, scores={**SCORES, "noetheremmy_1005": 9.0})
     done = export(graded, "--lms", "canvas", "--gradebook", _write(tmp_path / "export.csv", CANVAS),
                   "--map", "01_similarity=1201", "--out", tmp_path / "import.csv")
     assert done.returncode == 0, done.stderr
@@ -498,7 +499,7 @@ def test_feedback_zip_for_canvas_bulk_upload(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     with zipfile.ZipFile(tmp_path / "feedback.zip") as archive:
         names = sorted(archive.namelist())
-        assert archive.read("lovelaceada_1001_5007_similarity-feedback.html") == b"<p>feedback for lovelaceada</p>"
+        assert archive.read("lovelaceada_1001_5007_similarity-feedback.html") == b"<p>feedback for lovelaceada_1001</p>"
     assert names == ["curiemarie_1003_5003_similarity-feedback.html", "hoppergrace_1002_5002_similarity-feedback.html",
                      "lovelaceada_1001_5007_similarity-feedback.html", "noetheremmy_1005_5005_similarity-feedback.html",
                      "rikerwill_1702_5006_similarity-feedback.html"], "the attachment of the submission that counted"

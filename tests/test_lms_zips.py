@@ -43,23 +43,23 @@ def test_canvas_link_and_text_entries_become_rows(tmp_path: Path) -> None:
         "turingalan_1004_link.html": LINK_PAGE,
         "curiemarie_LATE_1003_text.html": TEXT_PAGE})
     found, _ = from_zip(archive, NOTEBOOKS, tmp_path / "staging")
-    assert sorted(found) == ["curiemarie", "lovelaceada", "turingalan"], "before: the two entries had no row"
-    assert found["turingalan"].lms_user_id == "1004" and found["curiemarie"].lms_user_id == "1003"
+    assert sorted(found) == ["curiemarie_1003", "lovelaceada_1001", "turingalan_1004"], "before: the two entries had no row"
+    assert found["turingalan_1004"].lms_user_id == "1004" and found["curiemarie_1003"].lms_user_id == "1003"
     tasks = _tasks(found)
-    assert tasks["turingalan"].problem == (
+    assert tasks["turingalan_1004"].problem == (
         f"no submission (expected similarity.ipynb); found instead: a website URL entry to {COLAB}, not a notebook "
         "file (a Colab link: ask for the notebook itself, File > Download > .ipynb)")
-    assert tasks["curiemarie"].problem == ("no submission (expected similarity.ipynb); found instead: a text entry "
+    assert tasks["curiemarie_1003"].problem == ("no submission (expected similarity.ipynb); found instead: a text entry "
                                            "(text.html), not a notebook file")
-    assert not tasks["turingalan"].missing and not tasks["curiemarie"].missing, "handed in: not 'missing'"
-    assert tasks["lovelaceada"].problem == ""
+    assert not tasks["turingalan_1004"].missing and not tasks["curiemarie_1003"].missing, "handed in: not 'missing'"
+    assert tasks["lovelaceada_1001"].problem == ""
 
 
 def test_a_canvas_zip_of_link_entries_only_is_read_as_canvas(tmp_path: Path) -> None:
     archive = write_zip(tmp_path / "submissions.zip", {"turingalan_1004_link.html": LINK_PAGE})
     found, said = find(archive, NOTEBOOKS, tmp_path / "staging")
-    assert list(found) == ["turingalan"] and said == []
-    assert "website URL entry" in _tasks(found)["turingalan"].problem
+    assert list(found) == ["turingalan_1004"] and said == []
+    assert "website URL entry" in _tasks(found)["turingalan_1004"].problem
 
 
 # ---------------------------------------------------------------- anonymous grading (item 9)
@@ -132,12 +132,12 @@ def test_misnamed_notebooks_in_a_canvas_zip_are_graded_with_a_note(tmp_path: Pat
         "turingalan_1004_5004_homework.ipynb": b"no such notebook"})
     found, _ = from_zip(archive, NOTEBOOKS, tmp_path / "staging")
     tasks = _tasks(found)
-    assert tasks["lovelaceada"].note == "misnamed notebook: graded Copy of similarity.ipynb as similarity.ipynb"
-    assert tasks["hoppergrace"].note == "misnamed notebook: graded similarity (1).ipynb as similarity.ipynb"
-    assert tasks["hoppergrace"].late, "the late flag follows the renamed notebook"
-    assert tasks["curiemarie"].note == "" and tasks["curiemarie"].problem == ""
-    assert Path(tasks["lovelaceada"].notebooks["similarity"]).read_bytes() == b"from Colab"
-    assert tasks["turingalan"].problem.startswith("no submission (expected similarity.ipynb); found instead: "
+    assert tasks["lovelaceada_1001"].note == "misnamed notebook: graded Copy of similarity.ipynb as similarity.ipynb"
+    assert tasks["hoppergrace_1002"].note == "misnamed notebook: graded similarity (1).ipynb as similarity.ipynb"
+    assert tasks["hoppergrace_1002"].late, "the late flag follows the renamed notebook"
+    assert tasks["curiemarie_1003"].note == "" and tasks["curiemarie_1003"].problem == ""
+    assert Path(tasks["lovelaceada_1001"].notebooks["similarity"]).read_bytes() == b"from Colab"
+    assert tasks["turingalan_1004"].problem.startswith("no submission (expected similarity.ipynb); found instead: "
                                                   "turingalan_1004_5004_homework.ipynb")
 
 
@@ -162,11 +162,45 @@ def test_a_zip_inside_the_canvas_zip_is_opened_safely(tmp_path: Path) -> None:
     staging = tmp_path / "staging"
     found, _ = from_zip(archive, NOTEBOOKS, staging)
     tasks = _tasks(found)
-    assert tasks["lovelaceada"].problem == "", tasks["lovelaceada"].problem
-    assert Path(tasks["lovelaceada"].notebooks["similarity"]).read_bytes() == b"zipped", "the first of one name"
-    assert tasks["lovelaceada"].note == "graded similarity.ipynb from the zip submission.zip"
-    assert tasks["lovelaceada"].late, "a late zip's notebooks are late"
-    assert tasks["hoppergrace"].problem.endswith("many.zip (not opened: 1001 files, more than 1000)")
-    assert "broken.zip (not opened:" in tasks["curiemarie"].problem
+    assert tasks["lovelaceada_1001"].problem == "", tasks["lovelaceada_1001"].problem
+    assert Path(tasks["lovelaceada_1001"].notebooks["similarity"]).read_bytes() == b"zipped", "the first of one name"
+    assert tasks["lovelaceada_1001"].note == "graded similarity.ipynb from the zip submission.zip"
+    assert tasks["lovelaceada_1001"].late, "a late zip's notebooks are late"
+    assert tasks["hoppergrace_1002"].problem.endswith("many.zip (not opened: 1001 files, more than 1000)")
+    assert "broken.zip (not opened:" in tasks["curiemarie_1003"].problem
     assert _inside(tmp_path, staging, archive) == [] and not (tmp_path.parent / "escape.ipynb").exists()
     assert all(staging in p.parents for p in staging.rglob("*"))
+
+
+# ---------------------------------------------------------------- the LMS's names in the report (item 18)
+
+
+def test_the_lms_names_reach_the_class_record_and_the_report_escaped(tmp_path: Path) -> None:
+    """Before, `Task.lms_name` was never filled: the report's name column never showed."""
+    from dataclasses import replace
+
+    from autograder.class_record import class_rows, row
+    from autograder.layout import OutputFolder
+    from autograder.records import Result
+    from autograder.report import render_report
+    from autograder.state import save_state, stored_rows
+
+    canvas = write_zip(tmp_path / "canvas.zip", {"lovelaceada_1001_5001_similarity.ipynb": b"nb"})
+    moodle = write_zip(tmp_path / "moodle.zip", {
+        "Eve <img src=x onerror=alert(1)>_2001_assignsubmission_file_/similarity.ipynb": b"nb",
+        "Grace Hopper_2002_assignsubmission_onlinetext_/onlinetext.html": b"<p>text</p>"})
+    tasks = _tasks(from_zip(canvas, NOTEBOOKS, tmp_path / "s1")[0]) | _tasks(from_zip(moodle, NOTEBOOKS,
+                                                                                     tmp_path / "s2")[0])
+    assert {s: t.lms_name for s, t in tasks.items()} == {
+        "lovelaceada_1001": "lovelaceada", "Eve img src x onerror alert 1": "Eve <img src=x onerror=alert(1)>",
+        "Grace Hopper": "Grace Hopper"}
+    out = OutputFolder(tmp_path / "out")
+    for task in tasks.values():
+        save_state(out, task, Result("failed", task.problem) if task.problem else Result("graded"), 10.0)
+    stored = stored_rows(out)
+    assert stored[("Grace Hopper", "01_similarity")].lms_name == "Grace Hopper", "kept for the later runs"
+    assert stored[("lovelaceada_1001", "01_similarity")] == row(tasks["lovelaceada_1001"], Result("graded"),
+                                                                replace(TEMPLATE, cells=(("similarity", "t", 10.0),)))
+    page = render_report(class_rows(stored, {"01_similarity": TEMPLATE}), {"01_similarity": TEMPLATE})
+    assert "<td>lovelaceada_1001</td><td>lovelaceada</td>" in page
+    assert "<td>Eve &lt;img src=x onerror=alert(1)&gt;</td>" in page and "<img src=x" not in page

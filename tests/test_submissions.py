@@ -209,8 +209,9 @@ def test_a_corrupt_member_costs_only_its_student(tmp_path: Path, layout: str) ->
         handle.writestr(names["bo"], b"BO-NOTEBOOK-BYTES")
     _corrupt(archive, b"ADA-NOTEBOOK-BYTES")
     found, _ = find(archive, NOTEBOOKS, tmp_path / "staging")
-    assert _staged(found) == {("bo", "01_similarity"): [("similarity.ipynb", b"BO-NOTEBOOK-BYTES")]}
-    [problem] = found["ada"].problems["01_similarity"]
+    ada, bo = ("ada", "bo") if layout == "folder zip" else ("ada_1", "bo_2")
+    assert _staged(found) == {(bo, "01_similarity"): [("similarity.ipynb", b"BO-NOTEBOOK-BYTES")]}
+    [problem] = found[ada].problems["01_similarity"]
     assert problem.startswith(f"{Path(names['ada']).name} could not be read from the zip (BadZipFile: Bad CRC-32"), problem
 
 
@@ -239,17 +240,17 @@ def test_canvas_names(tmp_path: Path) -> None:
     })
     staging = tmp_path / "staging"
     found, _ = from_zip(archive, NOTEBOOKS, staging)
-    assert _staged(found) == {("lovelaceada", "01_similarity"): [("similarity.ipynb", b"ada 1")],
-                              ("lovelaceada", "02_scaled_attention"): [("scaled_attention.ipynb", b"ada 2")],
-                              ("hopper", "01_similarity"): [("similarity.ipynb", b"grace")]}
-    assert found["hopper"].files["01_similarity"] == [staging / "hopper" / "01_similarity" / "similarity.ipynb"]
+    assert _staged(found) == {("lovelaceada_1701", "01_similarity"): [("similarity.ipynb", b"ada 1")],
+                              ("lovelaceada_1701", "02_scaled_attention"): [("scaled_attention.ipynb", b"ada 2")],
+                              ("hopper_1702", "01_similarity"): [("similarity.ipynb", b"grace")]}
+    assert found["hopper_1702"].files["01_similarity"] == [staging / "hopper_1702" / "01_similarity" / "similarity.ipynb"]
 
 
 @pytest.mark.parametrize("late", ["LATE", "late"])
 def test_canvas_late_submission(tmp_path: Path, late: str) -> None:
     archive = write_zip(tmp_path / "canvas.zip", {f"rikerwill_{late}_1702_9003_similarity.ipynb": b"late"})
     assert _staged(from_zip(archive, NOTEBOOKS, tmp_path / "staging")[0]) == {
-        ("rikerwill", "01_similarity"): [("similarity.ipynb", b"late")]}
+        ("rikerwill_1702", "01_similarity"): [("similarity.ipynb", b"late")]}
 
 
 def test_canvas_resubmission_latest_counts(tmp_path: Path) -> None:
@@ -259,7 +260,7 @@ def test_canvas_resubmission_latest_counts(tmp_path: Path) -> None:
         "picard_1701_9002_similarity-1.ipynb": b"second",
     })
     assert _staged(from_zip(archive, NOTEBOOKS, tmp_path / "staging")[0]) == {
-        ("picard", "01_similarity"): [("similarity.ipynb", b"third")]}
+        ("picard_1701", "01_similarity"): [("similarity.ipynb", b"third")]}
 
 
 def test_canvas_names_with_underscores_and_other_scripts(tmp_path: Path) -> None:
@@ -269,9 +270,9 @@ def test_canvas_names_with_underscores_and_other_scripts(tmp_path: Path) -> None
         "müllerjürgen_1704_9005_similarity.ipynb": b"jurgen",
     })
     found, rejected = find(archive, NOTEBOOKS, tmp_path / "staging")
-    assert _staged(found) == {("de_la_cruzmaria", "01_similarity"): [("similarity.ipynb", b"maria")],
-                              ("de_la_cruzmaria", "02_scaled_attention"): [("scaled_attention.ipynb", b"maria late")],
-                              ("müllerjürgen", "01_similarity"): [("similarity.ipynb", b"jurgen")]}
+    assert _staged(found) == {("de_la_cruzmaria_1703", "01_similarity"): [("similarity.ipynb", b"maria")],
+                              ("de_la_cruzmaria_1703", "02_scaled_attention"): [("scaled_attention.ipynb", b"maria late")],
+                              ("müllerjürgen_1704", "01_similarity"): [("similarity.ipynb", b"jurgen")]}
     assert rejected == []
 
 
@@ -291,13 +292,13 @@ def test_canvas_files_that_are_not_an_assignments_notebook(tmp_path: Path) -> No
         "readme.txt": b"no Canvas name",
     })
     found, _ = from_zip(archive, NOTEBOOKS, tmp_path / "staging")
-    assert found["troideanna"].files == {}, "a student who handed in only other files has no notebook"
-    assert found["troideanna"].others == {"": ["notes.txt"]}
-    [task] = make_tasks({"troideanna": found["troideanna"]}, {"01_similarity": TEMPLATE}, "limits")
+    assert found["troideanna_1703"].files == {}, "a student who handed in only other files has no notebook"
+    assert found["troideanna_1703"].others == {"": ["notes.txt"]}
+    [task] = make_tasks({"troideanna_1703": found["troideanna_1703"]}, {"01_similarity": TEMPLATE}, "limits")
     assert task.problem == "no submission (expected similarity.ipynb); found instead: notes.txt" and not task.missing
-    [misnamed] = found["crusherbev"].files[""]
+    [misnamed] = found["crusherbev_1705"].files[""]
     assert misnamed.read_bytes() == b"misnamed" and misnamed.parent.parent.name == ".unmatched"
-    assert set(found) == {"troideanna", "crusherbev"}
+    assert set(found) == {"troideanna_1703", "crusherbev_1705"}
 
 
 def test_path_traversal_in_a_canvas_zip_stays_in_staging(tmp_path: Path) -> None:
@@ -313,10 +314,10 @@ def test_path_traversal_in_a_canvas_zip_stays_in_staging(tmp_path: Path) -> None
     })
     staging = work / "staging"
     found, rejected = find(archive, NOTEBOOKS, staging)
-    assert _staged(found)[("picard", "01_similarity")] == [("similarity.ipynb", b"picard")]
-    assert _staged(found)[("riker", "01_similarity")] == [("similarity.ipynb", b"riker")]
-    assert "not a valid student id" in found["x\\y"].problems[""][0], "a name with a path separator is no id"
-    assert found["x\\y"].files == {}, "nothing of an invalid id is staged"
+    assert _staged(found)[("picard_1702", "01_similarity")] == [("similarity.ipynb", b"picard")]
+    assert _staged(found)[("riker_1703", "01_similarity")] == [("similarity.ipynb", b"riker")]
+    assert "not a valid student id" in found["x\\y_1706"].problems[""][0], "a name with a path separator is no id"
+    assert found["x\\y_1706"].files == {}, "nothing of an invalid id is staged"
     assert not any("worf" in student or "data" in student for student in found)
     assert _files_outside(tmp_path, staging, archive) == []
 
@@ -335,12 +336,13 @@ def test_a_decomposed_folder_name_is_the_composed_id(tmp_path: Path) -> None:
     assert found["müller"].files["01_similarity"] == [tmp_path / NFD / "01_similarity" / "similarity.ipynb"]
 
 
-@pytest.mark.parametrize("name", [f"{NFD}/01_similarity/similarity.ipynb", f"{NFD}_1704_9005_similarity.ipynb"],
+@pytest.mark.parametrize("name, student", [(f"{NFD}/01_similarity/similarity.ipynb", "müller"),
+                                           (f"{NFD}_1704_9005_similarity.ipynb", "müller_1704")],
                          ids=["folder zip", "canvas"])
-def test_a_decomposed_name_in_a_zip_is_the_composed_id(tmp_path: Path, name: str) -> None:
+def test_a_decomposed_name_in_a_zip_is_the_composed_id(tmp_path: Path, name: str, student: str) -> None:
     archive = write_zip(tmp_path / "class.zip", {name: b"nb"})
     found, _ = find(archive, NOTEBOOKS, tmp_path / "staging")
-    assert _staged(found) == {("müller", "01_similarity"): [("similarity.ipynb", b"nb")]}
+    assert _staged(found) == {(student, "01_similarity"): [("similarity.ipynb", b"nb")]}
 
 
 def test_two_folders_of_one_id_are_reported_not_merged(tmp_path: Path) -> None:
