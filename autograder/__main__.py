@@ -1,5 +1,6 @@
 """Command line: `python -m autograder release [ASSIGNMENT ...]`, `python -m autograder grade SUBMISSIONS --out DIR`,
-`python -m autograder export DIR --lms canvas|moodle ...` and `python -m autograder feedback-zip DIR ...`.
+`python -m autograder collect DIR`, `python -m autograder export DIR --lms canvas|moodle ...` and
+`python -m autograder feedback-zip DIR ...`.
 
 Exit status: 0 when everything handed in was graded, 1 when some submissions could not be (each with its
 reason in grades.csv), 2 for a usage error, an unreadable SUBMISSIONS or when nothing could be graded.
@@ -14,7 +15,7 @@ from dataclasses import replace
 from importlib import metadata
 from pathlib import Path
 
-from autograder import canvas_feedback, export, student_tree
+from autograder import canvas_feedback, collect, export, student_tree
 from autograder.limits import Limits
 from autograder.records import SOURCE, Options
 from autograder.release import release
@@ -141,9 +142,12 @@ def main(argv: list[str] | None = None) -> int:
                                 help="the assignments to regenerate (default: every chapter)")
     student_tree.add_arguments(release_parser)
     _grade_parser(commands)
+    collect.add_parser(commands, DEFAULT_THRESHOLD, _fraction)
     export.add_parser(commands)
     canvas_feedback.add_parser(commands)
     args = parser.parse_args(argv)
+    if args.command == "collect":
+        return collect.run(args)
     if args.command == "export":
         return export.run(args)
     if args.command == "feedback-zip":

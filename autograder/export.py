@@ -1,9 +1,10 @@
 """`python -m autograder export DIR --lms canvas|moodle --gradebook EXPORT.csv --map A=COLUMN ... --out IMPORT.csv`:
 fill the instructor's own gradebook export with the grades in ``DIR/grades.csv``, as a file the LMS imports.
 
-1. The arguments, ``DIR/grades.csv`` (`autograder.lms.read_grades`) and the export
-   (`autograder.lms_table.read_table`) are read and checked; any problem is refused with one line and exit
-   status 2, and nothing is written.
+1. The arguments, ``DIR/grades.csv`` (`autograder.lms.read_grades`), with the manual points DIR's gradebook holds
+   now (`autograder.lms_manual`), and the export (`autograder.lms_table.read_table`) are read and checked; any
+   problem is refused with one line and exit status 2, and nothing is written. A grade still waiting for manual
+   points is not sent unless ``--include-pending``.
 2. The format module (`autograder.lms_canvas`, `autograder.lms_moodle`) finds the columns to keep, the
    mapped columns and each row's student; `autograder.lms.fill` writes the cells.
 3. The file is written in one step (a temporary file renamed over ``--out``), with the export's BOM,
@@ -20,6 +21,7 @@ from pathlib import Path
 
 from autograder import lms_canvas, lms_moodle
 from autograder.lms import Grades, Outcome, check_matched, fill, read_grades, rows_to_write
+from autograder.lms_manual import with_manual_points
 from autograder.lms_table import ExportError, read_table, table_bytes
 
 IMPORT_STEPS = {"canvas": "In Canvas: Grades > Import, choose {out}, check the changes it lists, then Upload.",
@@ -51,6 +53,12 @@ def add_parser(commands: "argparse._SubParsersAction") -> None:
                         help="Moodle only: the grade item's maximum grade (Moodle's export does not carry it; "
                              "without this option it is taken from the item's Percentage column when the "
                              "export has one, else the export is refused)")
+    export.add_argument("--include-pending", action="store_true",
+                        help="send the partial score of a submission whose manually graded cells are not all graded "
+                             "yet (default: its cell is kept, and the summary lists it)")
+    export.add_argument("--db", default="", metavar="URL",
+                        help="the gradebook grade was given with --db, where the manual points are (default: "
+                             "DIR/gradebook.db)")
     export.add_argument("--late-penalty", type=float, default=0.0, metavar="FRACTION",
                         help="take this fraction off late submissions (default 0: leave it to the LMS's late policy)")
 
@@ -82,6 +90,7 @@ def _pairs(values: list[str], option: str) -> list[tuple[str, str]]:
 
 
 def _export(args: argparse.Namespace) -> tuple[Outcome, bytes, list[str], list[str]]:
+    """What ``export`` writes: the outcome, the file's bytes, the columns filled and the warnings."""
     if not 0.0 <= args.late_penalty < 1.0:
         raise ExportError(f"--late-penalty {args.late_penalty:g}: a fraction from 0 (none) to below 1 "
                           "(0.1 takes 10% off)")
@@ -101,7 +110,7 @@ def _export(args: argparse.Namespace) -> tuple[Outcome, bytes, list[str], list[s
             raise ExportError(f"--max-grade {assignment}={points}: POINTS must be a number") from None
         if max_grades[assignment] <= 0 or assignment not in dict(mapping):
             raise ExportError(f"--max-grade {assignment}={points}: give a positive maximum for a mapped assignment")
-    grades = read_grades(args.dir)
+    grades, taken = with_manual_points(args.dir, read_grades(args.dir), args.db)
     _check_graded(args.dir, grades, [assignment for assignment, _ in mapping])
     if args.lms == "canvas":
         table = read_table(args.gradebook, ",;", required="Section")
@@ -111,9 +120,13 @@ def _export(args: argparse.Namespace) -> tuple[Outcome, bytes, list[str], list[s
         table = read_table(args.gradebook, ",;\t:", required=lms_moodle.MATCH_COLUMNS[match])
         found = lms_moodle.layout(table, mapping, grades, match, max_grades)
     check_matched(found, grades, [assignment for assignment, _ in mapping], args.gradebook)
-    outcome = fill(table, found, grades, args.late_penalty)
+    outcome = fill(table, found, grades, args.late_penalty, args.include_pending)
     columns = [f"{c.assignment} -> {c.header} (out of {c.points:g})" for c in found.columns]
-    return outcome, table_bytes(table, rows_to_write(found, outcome), found.keep), columns, list(found.warnings)
+    warnings = list(found.warnings)
+    if taken:
+        warnings.append(f"{taken} score(s) take manual points given in the gradebook since grades.csv was written "
+                        f"(`python -m autograder collect {args.dir}` brings grades.csv and the report up to date)")
+    return outcome, table_bytes(table, rows_to_write(found, outcome), found.keep), columns, warnings
 
 
 def _check_graded(out: Path, grades: Grades, assignments: list[str]) -> None:
@@ -156,6 +169,13 @@ def summary(args: argparse.Namespace, outcome: Outcome, columns: list[str], warn
         how = (f"{args.late_penalty:.0%} taken off here" if args.late_penalty
                else f"no penalty here: left to {lms}'s late policy")
         lines.append(f"late ({how}): " + ", ".join(f"{s} in {c}" for s, c in outcome.late))
+    if outcome.pending and args.include_pending:
+        lines.append("warning: partial scores sent while manual grading is pending (--include-pending): "
+                     + ", ".join(f"{s} in {c}" for s, c, _ in outcome.pending))
+    elif outcome.pending:
+        lines.append("warning: manual grading pending, cell kept (grade by hand in formgrader, or pass "
+                     "--include-pending to send the partial score):")
+        lines += [f"  {s} in {c} ({reason})" for s, c, reason in outcome.pending]
     for student, column, reason in outcome.not_graded:
         lines.append(f"not graded in DIR, cell kept: {student} in {column} ({reason})")
     lines.append(f"graded but not in the export: {len(outcome.not_in_export)}")

@@ -9,7 +9,9 @@ which student of ``grades.csv`` each row is. `fill` then writes every cell by th
   ``1 - late_penalty`` for a late submission when a penalty is given);
 - an excused cell (``EX``) stays; a cell that already holds that grade at 2 decimals keeps its text;
 - a student with no submission, or whose submission could not be graded, keeps the cell the LMS has:
-  nothing is ever blanked.
+  nothing is ever blanked;
+- a grade still waiting for manual grading (a manually graded cell without its points) is not final: its
+  cell is kept unless ``include_pending`` asks to send the partial score.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from autograder.layout import OutputFolder
 from autograder.lms_table import ExportError, Table, format_number, parse_number
 
 NOT_GRADED = "not graded:"
+PENDING = "manual grading pending:"  # how grades.csv's reason names the cells still waiting for manual grading
 
 
 @dataclass(frozen=True)
@@ -37,6 +40,7 @@ class Grade:
     reason: str
     lms_user_id: str  # the Canvas user id the submission's file name carried; "" for a folder of submissions
     late: bool  # Canvas marked the submission that counted as late
+    pending: bool = False  # some of its points wait for manual grading: ``score`` is not final
 
 
 @dataclass(frozen=True)
@@ -76,7 +80,8 @@ def read_grades(out: Path) -> Grades:
             grade = Grade(student_id=row["student_id"], assignment=row["assignment"], score=float(row["score"]),
                           max_score=float(row["max_score"]), reason=row.get("reason") or "",
                           graded=not (row.get("reason") or "").startswith(NOT_GRADED),
-                          lms_user_id=row.get("lms_user_id") or "", late=row.get("late") == "1")
+                          lms_user_id=row.get("lms_user_id") or "", late=row.get("late") == "1",
+                          pending=PENDING in (row.get("reason") or ""))
         except (KeyError, TypeError, ValueError):
             raise ExportError(f"{path}, line {number}: not a row of grades.csv (student_id, assignment, score, "
                               "max_score, reason)") from None
@@ -153,12 +158,15 @@ class Outcome:
     excused: list[tuple[str, str]] = field(default_factory=list)  # (student, column) left as EX
     late: list[tuple[str, str]] = field(default_factory=list)  # (student, column) graded from a late submission
     not_graded: list[tuple[str, str, str]] = field(default_factory=list)  # (student, column, reason): cell kept
+    pending: list[tuple[str, str, str]] = field(default_factory=list)  # (student, column, reason): manual points due
     no_submission: dict[str, list[str]] = field(default_factory=dict)  # column -> students whose cell was kept
     not_in_export: dict[str, list[str]] = field(default_factory=dict)  # graded student no row matched -> assignments
 
 
-def fill(table: Table, layout: Layout, grades: Grades, late_penalty: float) -> Outcome:
-    """Write each mapped column's cells by the rules in this module's docstring; ``table`` is not modified."""
+def fill(table: Table, layout: Layout, grades: Grades, late_penalty: float, include_pending: bool = False) -> Outcome:
+    """Write each mapped column's cells by the rules in this module's docstring; ``table`` is not modified. A grade
+    waiting for manual grading keeps its cell (listed in ``Outcome.pending``) unless ``include_pending``, which sends
+    its partial score (listed there too)."""
     outcome = Outcome(rows=[list(row) for row in table.rows])
     matched = {s.student_id for s in layout.students if s.student_id is not None}
     for column in layout.columns:
@@ -173,7 +181,11 @@ def fill(table: Table, layout: Layout, grades: Grades, late_penalty: float) -> O
                 outcome.not_graded.append((student.label, column.header, grade.reason))
             elif old.strip().upper() == "EX":
                 outcome.excused.append((student.label, column.header))
+            elif grade.pending and not include_pending:
+                outcome.pending.append((student.label, column.header, grade.reason))
             else:
+                if grade.pending:
+                    outcome.pending.append((student.label, column.header, grade.reason))
                 fraction = grade.score / grade.max_score if grade.max_score > 0 else 0.0
                 if grade.late:
                     outcome.late.append((student.label, column.header))

@@ -1,13 +1,16 @@
 """Manual grading as nbgrader users expect (issue 33, item 14): a course that adds a "manually graded answer" and a
 "manually graded task" cell has them left for manual grading (flagged in the class gradebook, never an automatic
 0, the feedback says pending); formgrader finds the autograded notebooks and the gradebook in the output folder;
-points given through nbgrader's gradebook API flow into grades.csv and the report; plain nbgrader reads the
-course's config without a warning."""
+points given through nbgrader's gradebook API flow into grades.csv and the report (on the next `grade`, or at
+once through `collect`) and into `export`, which sends no grade still waiting for manual points unless asked;
+plain nbgrader reads the course's config without a warning."""
 
 from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -116,3 +119,51 @@ def test_plain_nbgrader_reads_the_course_config_without_warnings(caplog) -> None
     with caplog.at_level("WARNING"):
         Execute(config=config)
     assert "not recognized" not in caplog.text, caplog.text
+
+
+CANVAS_EXPORT = ("Student,ID,SIS User ID,SIS Login ID,Section,Toy (1201)\n    Points Possible,,,,,8.00\n"
+                 '"Lovelace, Ada",1001,S1001,ada,Section 01,\n')
+
+
+def _export(out: OutputFolder, folder: Path, *options: str) -> tuple[subprocess.CompletedProcess, str]:
+    """``export`` of DIR to a Canvas export with ada's empty Toy column, and the import file it wrote."""
+    (folder / "export.csv").write_text(CANVAS_EXPORT)
+    (folder / "import.csv").unlink(missing_ok=True)
+    done = subprocess.run([sys.executable, "-m", "autograder", "export", str(out.root), "--lms", "canvas",
+                           "--gradebook", str(folder / "export.csv"), "--map", "toy=1201", "--out",
+                           str(folder / "import.csv"), *options], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return done, (folder / "import.csv").read_text()
+
+
+def test_manual_points_reach_export_and_the_class_files_without_grading_again(manual, tmp_path: Path) -> None:
+    """Before, points given by hand reached grades.csv, the report and export only through another run of grade,
+    and export sent a partial score while manual grading was pending."""
+    from nbgrader.api import Gradebook
+
+    out = manual["out"]
+
+    def give(points: dict[str, float | None]) -> None:
+        with Gradebook(f"sqlite:///{out.gradebook}", course_id()) as gradebook:
+            for cell, given in points.items():
+                gradebook.find_grade(cell, "toy", "toy", "ada").manual_score = given
+            gradebook.db.commit()
+
+    give({"explain": 1.5, "plot_task": None})
+    pending, written = _export(out, tmp_path)
+    assert "warning: manual grading pending, cell kept" in pending.stdout, pending.stdout
+    assert "Lovelace, Ada" in pending.stdout and "Lovelace" not in written, "a grade that is not final was sent"
+    partial, written = _export(out, tmp_path, "--include-pending")
+    assert "partial scores sent while manual grading is pending (--include-pending)" in partial.stdout
+    assert written.splitlines()[-1].endswith(",6.50"), written
+    give({"plot_task": 1.0})
+    final, written = _export(out, tmp_path)
+    assert written.splitlines()[-1].endswith(",7.50"), (written, final.stdout)
+    assert "take manual points given in the gradebook since grades.csv was written" in final.stdout
+    collected = subprocess.run([sys.executable, "-m", "autograder", "collect", str(out.root), "--source",
+                                str(manual["source"])], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert collected.returncode == 0, collected.stderr
+    assert "1 rows of 1 students; 2 manually graded cells have their points, 0 still wait" in collected.stdout
+    row = read_grades(out.root)[("ada", "toy")]
+    assert (row["score"], row["reason"]) == ("7.5", ""), row
+    assert "7.5 / 8" in out.report.read_text() and "(pending:" not in out.report.read_text()
