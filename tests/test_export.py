@@ -150,6 +150,29 @@ def test_canvas_import_file(tmp_path: Path) -> None:
             "  Student, Test (1099)") in out
 
 
+def test_a_grade_waiting_for_manual_points_is_sent_only_when_asked(tmp_path: Path) -> None:
+    """Issue 33, item 14: before, export sent the partial score of a grade whose manually graded cells had no
+    points yet, with no word of it."""
+    graded, gradebook = _graded(tmp_path), _write(tmp_path / "export.csv", CANVAS)
+    grades = OutputFolder(graded).grades
+    grades.write_text(grades.read_text().replace("lovelaceada_1001,01_similarity,8,10,,",
+                                                 "lovelaceada_1001,01_similarity,8,10,manual grading pending: 2 points "
+                                                 "(explain),"))
+    arguments = [graded, "--lms", "canvas", "--gradebook", gradebook, "--map", "01_similarity=1201", "--out",
+                 tmp_path / "import.csv"]
+    kept = export(*arguments)
+    assert kept.returncode == 0, kept.stderr
+    assert ("warning: manual grading pending, cell kept (grade by hand in formgrader, or pass --include-pending to "
+            "send the partial score):\n  Lovelace, Ada (1001) in Similarity (1201) (manual grading pending: 2 points "
+            "(explain))") in kept.stdout, kept.stdout
+    assert "Lovelace" not in (tmp_path / "import.csv").read_text()
+    sent = export(*arguments, "--include-pending")
+    assert sent.returncode == 0, sent.stderr
+    assert ("warning: partial scores sent while manual grading is pending (--include-pending): Lovelace, Ada (1001) "
+            "in Similarity (1201)") in sent.stdout, sent.stdout
+    assert '"Lovelace, Ada",1001,S1001,ada.lovelace,Section 01,16.00' in (tmp_path / "import.csv").read_text()
+
+
 def test_canvas_export_is_idempotent(tmp_path: Path) -> None:
     graded, gradebook = _graded(tmp_path), _write(tmp_path / "export.csv", CANVAS)
     args = (graded, "--lms", "canvas", "--gradebook", gradebook, "--map", "01_similarity=Similarity (1201)")
