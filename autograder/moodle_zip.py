@@ -69,12 +69,11 @@ def from_moodle(archive: zipfile.ZipFile, notebooks: dict[str, str], staging: Pa
                         "assignment, so these rows do not join their other assignments (match them by hand)")
     for member, name, participant, plugin, base in sorted(entries, key=lambda e: e[0].filename):
         student = student_id(name)
-        if len(participants[student]) > 1 and f"{student}_{participant}" not in found:
-            found[f"{student}_{participant}"] = Found(lms_name=normal_id(name), notes=[
-                f"two participants of this Moodle zip are named '{student}': told apart by Moodle's participant "
-                f"number {participant}, which differs in each assignment"])
         if len(participants[student]) > 1:
+            note = (f"two participants of this Moodle zip are named '{student}': told apart by Moodle's participant "
+                    f"number {participant}, which differs in each assignment")
             student = f"{student}_{participant}"
+            found.setdefault(student, Found(lms_name=normal_id(name), notes=[note]))
         entry = found.setdefault(student, Found(lms_name=normal_id(name)))
         if plugin == "onlinetext":
             entry.others.setdefault("", []).append("an online text entry (onlinetext.html), not a notebook file")
