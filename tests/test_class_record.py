@@ -137,6 +137,20 @@ def test_a_second_run_into_the_same_folder_is_refused(tmp_path: Path, capsys) ->
     open_output(out).close()  # released: the next run may start
 
 
+def test_collect_refuses_a_folder_no_run_wrote_and_a_folder_another_run_holds(tmp_path: Path, capsys) -> None:
+    """`collect` (after manual grading) writes DIR's class files under the same lock as `grade`."""
+    out = OutputFolder(tmp_path / "out")
+    assert main(["collect", str(out.root), "--source", str(FIXTURE_SOURCE)]) == 2
+    assert "holds no grading run" in _one_error(capsys) and not out.root.exists(), "nothing is made"
+    out.states.mkdir(parents=True)
+    held = open_output(out)
+    try:
+        assert main(["collect", str(out.root), "--source", str(FIXTURE_SOURCE)]) == 2
+        assert f"another grading run (pid {os.getpid()}) is writing to {out.root}" in _one_error(capsys)
+    finally:
+        held.close()
+
+
 def test_an_output_folder_that_cannot_be_made_is_one_error_line(tmp_path: Path, capsys) -> None:
     (tmp_path / "subs" / "ada" / "toy").mkdir(parents=True)
     (tmp_path / "a-file").write_text("not a folder")
