@@ -11,6 +11,7 @@ student is graded beside them.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -20,11 +21,13 @@ from pathlib import Path
 
 import pytest
 
-from autograder.home import inode_count, is_full, tmpfs_options
+from autograder.home import CAPABILITIES, inode_count, is_full, tmpfs_options
 from autograder.layout import OutputFolder
 from autograder.limits import Limits
+from autograder.sandbox import command, environment, prepare_home
 from tests import sandbox_attacks as attacks
-from tests.grading_helpers import read_grades, released_notebooks, student_notebook, write_submission
+from tests.grading_helpers import (read_grades, released_notebooks, require_sandbox, student_notebook,
+                                   write_submission)
 from tests.test_sandbox import UID, _course_copy, _give, unprivileged_python
 
 MiB = 2**20
@@ -68,6 +71,36 @@ def test_a_home_with_no_block_or_no_inode_left_is_full() -> None:
     assert not is_full(free)
     assert is_full(os.statvfs_result((4096, 4096, 8192, 0, 0, 8192, 5, 5, 0, 255, 0)))
     assert is_full(os.statvfs_result((4096, 4096, 8192, 10, 10, 8192, 0, 0, 0, 255, 0)))
+
+
+# A cold kernel's first step, then what it holds: its capabilities, its home's size, inodes and files.
+OWNS_HOME = '''import json, os
+from autograder.home import own_home
+from autograder.limits import Limits
+own_home(Limits(disk_bytes={disk}))
+status = dict(line.split(":", 1) for line in open("/proc/self/status"))
+usage = os.statvfs(os.environ["HOME"])
+print(json.dumps({{"caps": [int(status[name], 16) for name in ("CapEff", "CapPrm", "CapBnd", "CapAmb")],
+                  "bytes": usage.f_blocks * usage.f_frsize, "inodes": usage.f_files, "here": os.listdir("."),
+                  "seed": open("seed.txt").read(), "no_new_privs": status["NoNewPrivs"].strip()}}))
+'''
+
+
+@pytest.mark.sandbox
+def test_a_cold_kernel_makes_its_home_a_tmpfs_of_the_limit_and_keeps_no_capability(tmp_path: Path) -> None:
+    require_sandbox()
+    home = tmp_path / "kernel"
+    (home / "work").mkdir(parents=True)
+    (home / "work" / "seed.txt").write_text("released")
+    prepare_home(home)
+    limits = Limits(disk_bytes=DISK_MIB * MiB)
+    argv = command(home, home / "work", limits, environment(home, limits, ()),
+                   [sys.executable, "-c", OWNS_HOME.format(disk=limits.disk_bytes)], capabilities=CAPABILITIES)
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout)
+    assert seen == {"caps": [0, 0, 0, 0], "bytes": DISK_MIB * MiB, "inodes": inode_count(limits), "here": ["seed.txt"],
+                    "seed": "released", "no_new_privs": "1"}, seen
 
 
 def _class(base: Path) -> Path:
