@@ -235,7 +235,7 @@ def grade_submission(job: Job, notebooks: dict[str, bytes | None]) -> Result:
     channel = zygote.new_channel() if zygote else new_channel(workdir)
     view = KernelHome(home, sockets) if job.isolate else None
     try:
-        return _grade(job, notebooks, workdir, view or home, sockets, zygote, channel)
+        return _grade(job, notebooks, workdir, home, view, sockets, zygote, channel)
     finally:
         if view is not None:
             view.close()
@@ -258,12 +258,10 @@ def _zygote(job: Job) -> ZygoteClient | None:
         return None
 
 
-def _grade(job: Job, notebooks: dict[str, bytes | None], workdir: Path, kernel_home: KernelHome | Path, sockets: Path,
-           zygote: ZygoteClient | None, channel: Channel) -> Result:
-    """``kernel_home``: the sandboxed kernel's `KernelHome`, or (no sandbox) its folder."""
+def _grade(job: Job, notebooks: dict[str, bytes | None], workdir: Path, home: Path, view: KernelHome | None,
+           sockets: Path, zygote: ZygoteClient | None, channel: Channel) -> Result:
+    """``view``: how the worker reaches ``home`` once the sandboxed kernel made it its tmpfs (None: no sandbox)."""
     assignment, template, limits = job.assignment, job.template, job.limits
-    view = kernel_home if isinstance(kernel_home, KernelHome) else None
-    home = view.home if view is not None else kernel_home
     released = template.released
     course = workdir / "course"
     shutil.copytree(released, course / "source" / assignment, ignore=shutil.ignore_patterns("*.ipynb"))
