@@ -5,7 +5,7 @@ file, the working folder with the assignment's released files) is covered by a n
 disk limit and ``nr_inodes=`` one for each `BLOCK` of it (`tmpfs_options`), holding a copy of what was there
 (`mount_home`): a file, a link, a folder, an empty file, each costs the limit, and a write past it fails with
 ENOSPC. A warm kernel's init mounts it (`autograder.zygote`); a cold kernel mounts it itself (`own_home`,
-in a mount namespace of its own, with the one capability bubblewrap gave it for this and then drops).
+in a mount namespace of its own, with the `CAPABILITIES` bubblewrap gave it for this, which it then drops).
 
 The grader's side, `KernelHome`: once the kernel's home is its tmpfs, the worker opens it through
 ``/proc/PID/root`` (before any student code runs) and from then on acts through that descriptor only: the
@@ -20,6 +20,7 @@ import asyncio
 import os
 import shutil
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from autograder import namespaces as ns
@@ -28,7 +29,7 @@ from autograder.limits import Limits
 BLOCK = 4096  # bytes of the limit one inode stands for (a page of tmpfs)
 OWN_HOME = "AUTOGRADER_OWN_HOME"  # set in a cold kernel's environment: it mounts its home itself (`own_home`)
 CAPABILITIES = ("CAP_SYS_ADMIN", "CAP_SETPCAP")  # what a cold kernel holds until `own_home` drops them
-ATTACH_POLL = 0.02
+ATTACH_POLL = 0.02  # seconds between two looks for a starting kernel's home
 
 
 def inode_count(limits: Limits) -> int:
@@ -94,16 +95,17 @@ class KernelHome:
         os.replace(fresh, self.link)
         return True
 
-    async def wait(self, find_pid, timeout: float) -> None:  # noqa: ANN001 - () -> int | None
-        """`attach` to the process ``find_pid`` names, once it has mounted its home; RuntimeError after
-        ``timeout`` seconds (the kernel could not make its home)."""
+    async def wait(self, find_pid: Callable[[], int | None], poll: Callable[[], int | None], timeout: float) -> None:
+        """`attach` to the process ``find_pid`` names, once it has mounted its home; RuntimeError when what the
+        kernel manager launched ended first (``poll``: its exit status, None while it runs) or after ``timeout``
+        seconds."""
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline and poll() is None:
             pid = find_pid()
             if pid is not None and self.attach(pid):
                 return
             await asyncio.sleep(ATTACH_POLL)
-        raise RuntimeError(f"the kernel did not mount its home within {timeout:.0f} s")
+        raise RuntimeError(f"the kernel ended or did not make its home within {timeout:.0f} s")
 
     def note_usage(self) -> None:
         """Note how full the home is as the kernel ends, before jupyter_client removes its sockets and connection

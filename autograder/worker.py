@@ -178,15 +178,15 @@ def _record_launches() -> None:
             _launches.append(time.time())
             if not _warm:
                 launched = await super()._async_launch_kernel(kernel_cmd, **kw)
-                pid = self.provisioner.process.pid
-                find = lambda: kernel_pid(pid)  # noqa: E731 - bwrap's, then the kernel's, before student code
+                process = self.provisioner.process
+                find = lambda: kernel_pid(process.pid)  # noqa: E731 - bwrap's, then the kernel's
             else:  # a warm kernel: forked by the zygote, held by the provisioner as its process (`autograder.warm`)
                 process = _warm[0].spawn(self.connection_file)
                 self.provisioner.process, self.provisioner.pid, self.provisioner.pgid = process, None, None
                 self._reconcile_connection_info(self.provisioner.connection_info)
                 launched, find = None, process.kernel_pid
             if _homes:  # nothing connects to its sockets before its home is its own tmpfs
-                await _homes[0].wait(find, STARTUP_SECONDS)
+                await _homes[0].wait(find, process.poll, STARTUP_SECONDS)
             return launched
 
         _launch_kernel = _async_launch_kernel
