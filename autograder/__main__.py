@@ -75,8 +75,9 @@ def _grade_parser(commands) -> None:
     grade.add_argument("--memory", type=float, default=DEFAULT.memory_bytes / GiB, metavar="GiB",
                        help=f"GiB of address space per kernel (default {DEFAULT.memory_bytes / GiB:g})")
     grade.add_argument("--disk", type=_at_least_one, default=DEFAULT.disk_bytes // MiB, metavar="MiB",
-                       help=f"MiB of files a kernel may write in its folder (default {DEFAULT.disk_bytes // MiB}); "
-                            "past it the submission is not graded: too large")
+                       help=f"MiB of a kernel's home, a tmpfs with an inode per 4 KiB (default "
+                            f"{DEFAULT.disk_bytes // MiB}); a write past it fails, and a notebook that leaves it full "
+                            "is not graded: too large")
     grade.add_argument("--max-unpacked", type=float, default=STAGING_BYTES / GiB, metavar="GiB",
                        help=f"GiB a zip of submissions may unpack in all (default {STAGING_BYTES / GiB:g}); the "
                             "students past it are not graded: too large")

@@ -1,7 +1,8 @@
 """The grading kernel, started inside the sandbox (`autograder.sandbox`) by nbgrader:
 ``python -m autograder.kernel -f CONNECTION_FILE``.
 
-Before any student code runs it sets the resource limits (address space, CPU time, file size,
+Before any student code runs it makes its home a filesystem as large as the disk limit (in the sandbox:
+`autograder.home.own_home`), sets the resource limits (address space, CPU time, file size,
 processes: `autograder.limits.Limits`, read from the one variable ``AUTOGRADER_LIMITS``) and imports
 `autograder.checks` and the modules named in ``AUTOGRADER_PRELOAD`` (comma-separated: torch,
 transformers; the chapter registry says which), so that the checks hold genuine references to numpy's
@@ -23,6 +24,7 @@ import sys
 import time
 
 from autograder.guards import die_with_parent
+from autograder.home import OWN_HOME, own_home
 from autograder.limits import ENV, Limits
 
 
@@ -76,7 +78,10 @@ def main(argv: list[str]) -> None:
     """Set limits, preload the checks and ``AUTOGRADER_PRELOAD``, then run ipykernel with ``argv``."""
     started = time.time()
     die_with_parent()  # a kernel outside the sandbox (--no-isolate) dies with its worker too
-    set_limits(Limits.from_json(os.environ[ENV]))
+    limits = Limits.from_json(os.environ[ENV])
+    if os.environ.get(OWN_HOME):  # a cold kernel in its sandbox: its home becomes a tmpfs as large as the disk limit
+        own_home(limits)
+    set_limits(limits)
     registered = preload(tuple(filter(None, os.environ.get("AUTOGRADER_PRELOAD", "").split(","))))
     start(argv, {"started": started, "preloaded": time.time()}, registered)
 

@@ -20,8 +20,8 @@ WORKER_HEADROOM = 3 * 2**30  # address space a worker may use beyond its kernel'
 class Limits:
     """Resource limits of one submission's kernel: bytes of address space, seconds of CPU time (also the
     wall time of the whole submission), seconds one cell may run, bytes of any file it writes, processes
-    (and threads) in its sandbox, bytes of its private /tmp, and bytes of all the files in its writable
-    folder (the disk quota, `autograder.guards.DiskQuota`)."""
+    (and threads) in its sandbox, bytes of its private /tmp, and bytes of its home, the one folder it can write
+    (the disk limit: its home is a tmpfs that large, with an inode for each 4 KiB of it, `autograder.home`)."""
 
     memory_bytes: int = 3 * 2**30
     cpu_seconds: int = 600

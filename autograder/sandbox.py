@@ -4,7 +4,8 @@ A kernel's sandbox has new user, pid, network, IPC and UTS namespaces (its netwo
 nothing but its own loopback) and sees a filesystem of read-only binds of what the interpreter
 needs (system libraries, the interpreter's prefix, the environment's site-packages, the
 `autograder` and `course` packages at `PACKAGES`), a private tmpfs ``/tmp`` and its own writable
-folder (``home``). Nothing else: not the grading user's home, the course's solutions, other
+folder (``home``; a kernel's, `kernel_argv`, becomes a tmpfs as large as the disk limit before any student
+code runs: `autograder.home`). Nothing else: not the grading user's home, the course's solutions, other
 submissions or the output folder. It talks to nbgrader over Unix sockets in ``home``
 (``KernelManager.transport = "ipc"``), and to the trusted harness over sockets the grader binds in the
 job's `Channel`: a folder only the grader can write, which the kernel sees read-only. ``--die-with-parent``
@@ -32,6 +33,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from autograder.home import CAPABILITIES, OWN_HOME
 from autograder.limits import ENV, Limits
 from autograder.rules import ENV as FORBID
 from autograder.site_view import shown_entries, site_folders
@@ -233,7 +235,7 @@ def environment(home: Path, limits: Limits, preload: tuple[str, ...], forbid: tu
 
 def command(home: Path, work: Path, limits: Limits, env: dict[str, str], program: list[str],
             link: Path | None = None, zygote: bool = False, read_only: tuple[tuple[Path, Path], ...] = (),
-            packages: tuple[str, ...] | None = None) -> list[str]:
+            packages: tuple[str, ...] | None = None, capabilities: tuple[str, ...] = ()) -> list[str]:
     """The command that runs ``program`` in a sandbox whose writable folder is ``home`` (cwd ``work``; also
     reached through ``link``, a `socket_link`, when given), with the grader's folders ``read_only`` (source,
     where) bound read-only: a job's `Channel`, or the zygote's folder of channels; of the installed packages,
@@ -242,17 +244,21 @@ def command(home: Path, work: Path, limits: Limits, env: dict[str, str], program
     ``zygote``: the sandbox of a warm start (`autograder.zygote`), whose program makes each kernel's namespaces
     itself: new user namespaces stay allowed there, and the root and ``/dev``, which its kernels share, are
     read-only (``home``, the kernels' homes, is hidden from each kernel but for its own).
+
+    ``capabilities``: what ``program`` holds in its own user namespace (a cold kernel, which mounts its home and
+    then drops them: `autograder.home.own_home`).
     """
     bwrap = bwrap_path()
+    added = [arg for capability in capabilities for arg in ("--cap-add", capability)]
     setenv = ["--clearenv"] + [arg for key, value in sorted(env.items()) for arg in ("--setenv", key, value)]
     namespaces = [n for n in NAMESPACES if not (zygote and n == "--disable-userns")]
     shared_read_only = ["--remount-ro", "/dev", "--remount-ro", "/"] if zygote else []
     if os.geteuid() != 0:
-        return [bwrap, *namespaces, "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID),
+        return [bwrap, *namespaces, "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID), *added,
                 *_view(home, limits.tmp_bytes, ["--proc", "/proc"], link, read_only, packages), *shared_read_only, *setenv,
                 "--chdir", str(work), "--", *program]
-    inner = [bwrap, *namespaces, "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID), "--bind", "/", "/",
-             "--dev", "/dev", "--proc", "/proc", *shared_read_only, "--chdir", str(work), "--", *program]
+    inner = [bwrap, *namespaces, "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID), *added,
+             "--bind", "/", "/", "--dev", "/dev", "--proc", "/proc", *shared_read_only, "--chdir", str(work), "--", *program]
     # The inner bwrap mounts the kernel's own /proc, which needs a /proc without bwrap's covers here.
     return [bwrap, "--die-with-parent", "--unshare-pid", *_view(home, limits.tmp_bytes, ["--bind", "/proc", "/proc"], link, read_only,
                                                            packages),
@@ -295,7 +301,9 @@ def kernel_argv(home: Path, work: Path, limits: Limits, preload: tuple[str, ...]
         env["PYTHONPATH"] = os.pathsep.join(str(Path(p).parent) for p in _packages())
         return program, env
     read_only = ((channel.folder, channel.link),) if channel is not None else ()
-    return command(home, work, limits, env, program, link, read_only=read_only, packages=packages), {}
+    env[OWN_HOME] = "1"  # its home becomes a tmpfs as large as the disk limit (`autograder.home.own_home`)
+    return command(home, work, limits, env, program, link, read_only=read_only, packages=packages,
+                   capabilities=CAPABILITIES), {}
 
 
 def describe_isolation(isolate: bool, cluster: bool = False) -> str:

@@ -22,7 +22,6 @@ import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -68,8 +67,7 @@ class WarmKernel:
         return self.returncode
 
     def kill(self) -> None:
-        """Kill the kernel and everything it started (its pid namespace ends with it). Safe from another thread
-        (the disk quota's): it only sends."""
+        """Kill the kernel and everything it started (its pid namespace ends with it)."""
         if self.returncode is None:
             try:
                 self.zygote.send({"kill": self.request.id})
@@ -161,7 +159,6 @@ class ZygoteClient:
             self.control.close()
             raise WarmStartUnavailable(f"cannot reach the warm process ({error})") from None
         self.buffer, self.exits, self.spawned, self.count = b"", {}, set(), 0
-        self.sending = threading.Lock()
         self.ready: dict = {}
         deadline = time.monotonic() + START_TIMEOUT
         while not self.ready and self.alive and time.monotonic() < deadline:
@@ -178,8 +175,7 @@ class ZygoteClient:
         return self.control.fileno() >= 0
 
     def send(self, message: dict) -> None:
-        with self.sending:  # the disk quota's thread may kill while this one asks
-            self.control.sendall((json.dumps(message) + "\n").encode())
+        self.control.sendall((json.dumps(message) + "\n").encode())
 
     def read(self, timeout: float | None) -> None:
         """Read what the zygote said within ``timeout`` seconds (0: only what is there)."""

@@ -11,7 +11,7 @@ For each job it builds a throw-away nbgrader course: the assignment's released f
 the submission as ``submitted/student/<assignment>/`` and a copy of the template gradebook (made by
 ``nbgrader generate_assignment``, so autograde restores locked cells and hidden tests from it).
 nbgrader's Autograde runs each notebook in a sandboxed kernel whose only writable folder is the kernel's
-home (held under the disk quota, `autograder.guards.DiskQuota`, while the notebook runs): forked warm
+home (a tmpfs as large as the disk limit, which the worker reaches by a descriptor: `autograder.home`): forked warm
 by the zygote of the job's preload set (`autograder.warm`, `autograder.zygote`; its home under the
 zygote's folder of homes), or cold, inside bubblewrap (`autograder.sandbox`; its home the job's
 ``kernel/``). Its test cells run elsewhere: `autograder.trusted_execute.TrustedExecute` (in place
@@ -34,7 +34,6 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 # jsonschema (imported by nbformat) compiles ~40 grammars at import when rfc3987_syntax is installed,
@@ -45,7 +44,8 @@ import nbformat  # noqa: E402
 
 from autograder.feedback import (MESSAGE_LIMIT, FeedbackExporter, cell_message, incidents,  # noqa: E402
                                  sanitize_for_feedback, shorten, wrapped)
-from autograder.guards import DiskQuota, die_with_parent, kill_group, read_kernel_file, watch_parent  # noqa: E402
+from autograder.guards import die_with_parent, read_kernel_file, watch_parent  # noqa: E402
+from autograder.home import KernelHome, inode_count  # noqa: E402
 from autograder.nbgrader_course import (course_config, generate_assignment, run_converter,  # noqa: E402
                                          use_inprocess_alembic)  # noqa: E402
 from autograder.limits import WORKER_HEADROOM  # noqa: E402
@@ -53,15 +53,16 @@ from autograder.records import CellResult, GenerateJob, Job, Result, read_job  #
 from autograder.safe_html import with_csp  # noqa: E402
 from autograder.sandbox import (KERNEL_NAME, Channel, environment, kernel_argv, new_channel, prepare_home,  # noqa: E402
                                 socket_link, write_kernelspec)
-from autograder.trusted_execute import SPENT, TrustedExecute  # noqa: E402
+from autograder.trusted_execute import SPENT, TrustedExecute, kernel_pid  # noqa: E402
 from autograder.warm import WarmLaunch, WarmStartUnavailable, ZygoteClient, client_for  # noqa: E402
 from nbgrader.converters import Autograde  # noqa: E402
 from nbgrader.preprocessors import Execute  # noqa: E402
 
 STUDENT = "student"
+STARTUP_SECONDS = 120  # how long a kernel may take to start (nbgrader's startup timeout)
 MANUAL_PENDING = "Pending: this answer is graded by hand. Its score is not given yet (the 0 shown is not final)."
 _launches: list[float] = []
-_kernels: list[Callable[[], None]] = []  # what kills each of this job's kernels, with all it started
+_homes: list[KernelHome] = []  # this job's kernel home, when sandboxed: reached once the kernel has mounted it
 _warm: list[WarmLaunch] = []  # this job's warm start, if it has one: its kernel is forked, not launched
 
 
@@ -75,7 +76,7 @@ def grading_config(course: Path, db_url: str, cell_timeout: int, home: Path, soc
     config.Execute.timeout = cell_timeout
     config.Execute.kernel_name = KERNEL_NAME
     config.Execute.interrupt_on_timeout = True
-    config.Execute.startup_timeout = 120
+    config.Execute.startup_timeout = STARTUP_SECONDS
     config.Execute.iopub_timeout = 10
     config.Execute.raise_on_iopub_timeout = False
     config.Execute.shutdown_kernel = "immediate"  # every output is in by then: no goodbye round trip to wait for
@@ -156,9 +157,12 @@ def _read_scores(db_url: str, assignment: str, notebooks: list[str], course: Pat
 
 
 def _record_launches() -> None:
-    """Note when each kernel process is launched (nbgrader's kernel manager, subclassed once per process)."""
+    """nbgrader's kernel manager, subclassed once per process: note when each kernel is launched, fork a warm one
+    (`autograder.warm.WarmLaunch`), reach a sandboxed kernel's home (`autograder.home.KernelHome`) before
+    anything connects to it, and note how full it was left before its sockets are removed."""
     import nbgrader.preprocessors.execute as execute
     from jupyter_client.asynchronous import AsyncKernelClient
+    from jupyter_client.utils import run_sync
     from traitlets import Type
 
     from autograder.kernel_client import ReadyKernelClient
@@ -174,17 +178,25 @@ def _record_launches() -> None:
             _launches.append(time.time())
             if not _warm:
                 launched = await super()._async_launch_kernel(kernel_cmd, **kw)
-                pid = self.provisioner.process.pid
-                _kernels.append(lambda: kill_group(pid))
-                return launched
-            # A warm kernel: forked by the zygote, held by the provisioner as its process (`autograder.warm`).
-            process = _warm[0].spawn(self.connection_file)
-            self.provisioner.process, self.provisioner.pid, self.provisioner.pgid = process, None, None
-            _kernels.append(process.kill)
-            self._reconcile_connection_info(self.provisioner.connection_info)
-            return None
+                process = self.provisioner.process
+                find = lambda: kernel_pid(process.pid)  # noqa: E731 - bwrap's, then the kernel's
+            else:  # a warm kernel: forked by the zygote, held by the provisioner as its process (`autograder.warm`)
+                process = _warm[0].spawn(self.connection_file)
+                self.provisioner.process, self.provisioner.pid, self.provisioner.pgid = process, None, None
+                self._reconcile_connection_info(self.provisioner.connection_info)
+                launched, find = None, process.kernel_pid
+            if _homes:  # nothing connects to its sockets before its home is its own tmpfs
+                await _homes[0].wait(find, process.poll, STARTUP_SECONDS)
+            return launched
 
         _launch_kernel = _async_launch_kernel
+
+        async def _async_cleanup_resources(self, restart: bool = False) -> None:
+            if _homes:  # the kernel is stopped: how full it left its home, before its sockets are removed
+                _homes[0].note_usage()
+            await super()._async_cleanup_resources(restart)
+
+        cleanup_resources = run_sync(_async_cleanup_resources)
 
     execute.AsyncKernelManager = LaunchTimedKernelManager
 
@@ -218,11 +230,15 @@ def grade_submission(job: Job, notebooks: dict[str, bytes | None]) -> Result:
     workdir = Path(tempfile.mkdtemp(prefix="job-", dir=job.scratch or None))
     zygote = _zygote(job)
     home = zygote.new_home() if zygote else workdir / "kernel"
+    home.mkdir(exist_ok=True)
     sockets = socket_link(home)
     channel = zygote.new_channel() if zygote else new_channel(workdir)
+    view = KernelHome(home, sockets) if job.isolate else None
     try:
-        return _grade(job, notebooks, workdir, home, sockets, zygote, channel)
+        return _grade(job, notebooks, workdir, home, view, sockets, zygote, channel)
     finally:
+        if view is not None:
+            view.close()
         sockets.unlink(missing_ok=True)
         channel.link.unlink(missing_ok=True)
         shutil.rmtree(channel.folder, ignore_errors=True)
@@ -242,8 +258,9 @@ def _zygote(job: Job) -> ZygoteClient | None:
         return None
 
 
-def _grade(job: Job, notebooks: dict[str, bytes | None], workdir: Path, home: Path, sockets: Path,
-           zygote: ZygoteClient | None, channel: Channel) -> Result:
+def _grade(job: Job, notebooks: dict[str, bytes | None], workdir: Path, home: Path, view: KernelHome | None,
+           sockets: Path, zygote: ZygoteClient | None, channel: Channel) -> Result:
+    """``view``: how the worker reaches ``home`` once the sandboxed kernel made it its tmpfs (None: no sandbox)."""
     assignment, template, limits = job.assignment, job.template, job.limits
     released = template.released
     course = workdir / "course"
@@ -266,8 +283,10 @@ def _grade(job: Job, notebooks: dict[str, bytes | None], workdir: Path, home: Pa
 
     _record_launches()
     _launches.clear()
-    _kernels.clear()
+    _homes.clear()
     _warm.clear()
+    if view is not None:
+        _homes.append(view)
     if zygote is not None:
         _warm.append(WarmLaunch(zygote, home, home / "work", sockets, limits,
                                 environment(home, limits, template.preload, template.forbid), channel))
@@ -275,15 +294,15 @@ def _grade(job: Job, notebooks: dict[str, bytes | None], workdir: Path, home: Pa
     started = time.time()
     config = grading_config(course, db_url, limits.cell_seconds, home, sockets, channel, job.hidden_key)
     config.TrustedExecute.forbid = list(template.forbid)
-    with DiskQuota(home, limits.disk_bytes, _kill_kernels) as quota:
-        error_log = run_converter(Autograde, config, assignment, STUDENT)
+    error_log = run_converter(Autograde, config, assignment, STUDENT)
     autograded_at = time.time()
     if zygote is not None and not zygote.alive:  # no submission can reach the zygote: the grader's failure
         return Result("failed", "the warm process of this assignment died while grading it (it is graded again on "
                                 "the next run)", transient=True)
-    if quota.exceeded:
-        return Result("failed", f"too large: the notebook wrote more than {limits.disk_bytes / 2**20:.0f} MiB "
-                                "of files while it ran (the disk quota of a submission)")
+    if view is not None and view.full():
+        return Result("failed", f"too large: the notebook filled its home, the {limits.disk_bytes / 2**20:.0f} MiB "
+                                f"and {inode_count(limits)} files, folders and links a submission may write (its "
+                                "disk limit); a write past it fails with ENOSPC")
     if error_log:
         return Result("failed", _failure_reason(error_log))
     cells = _read_scores(db_url, assignment, list(notebooks), course)
@@ -305,24 +324,20 @@ def _grade(job: Job, notebooks: dict[str, bytes | None], workdir: Path, home: Pa
     # What nbgrader's formgrader opens in the output folder (sanitised as the feedback is).
     autograded = {path.stem: path.read_text()
                   for path in sorted((course / "autograded" / STUDENT / assignment).glob("*.ipynb"))}
-    return Result("graded", "; ".join(notes), cells, _timings(home / "kernel.times", started, autograded_at), feedback,
+    times = ("kernel.times", view.descriptor) if view is not None else (home / "kernel.times", None)
+    return Result("graded", "; ".join(notes), cells, _timings(times, started, autograded_at), feedback,
                   autograded=autograded)
 
 
-def _kill_kernels() -> None:
-    """Kill this job's kernels and everything they started (bwrap's sandbox dies with it)."""
-    for kill in _kernels:
-        kill()
-
-
-def _timings(kernel_times: Path, started: float, autograded_at: float) -> dict[str, float]:
+def _timings(kernel_times: tuple[Path | str, int | None], started: float, autograded_at: float) -> dict[str, float]:
     """Seconds spent: nbgrader's set-up before the kernel is launched; starting the kernel, cold (bwrap up to the
     kernel's first line, its imports, ipykernel) or warm (the zygote's fork, the kernel's namespaces and
     filesystem, ipykernel); the student's and given cells, the test cells, the rest of nbgrader's run (its
-    bookkeeping, the kernel's shutdown); the feedback. {} when the kernel left no valid record."""
+    bookkeeping, the kernel's shutdown); the feedback. ``kernel_times``: the kernel's timings file, by its name
+    below the descriptor of its home (None: a path of this machine's). {} when the kernel left no valid record."""
     try:
         # The kernel wrote this file: never follow a link it put there, nor wait on a FIFO.
-        kernel = {key: float(value) for key, value in json.loads(read_kernel_file(kernel_times, 4096)).items()}
+        kernel = {key: float(value) for key, value in json.loads(read_kernel_file(kernel_times[0], 4096, kernel_times[1])).items()}
         launched = _launches[0]
         if "forked" in kernel:
             start = {"fork": kernel["forked"] - launched, "sandbox": kernel["sandboxed"] - kernel["forked"],

@@ -18,11 +18,12 @@ A kernel is three processes, as bubblewrap's are:
 1. the *monitor*, forked here: it closes every descriptor and enters new user, mount, pid, network, IPC,
    UTS (and cgroup) namespaces, as its own ids; it exits with the status of
 2. *init*, pid 1 of the new pid namespace. It builds the kernel's filesystem: JOBS and CHANNELS hidden under
-   empty read-only tmpfs but for its own home, a fresh ``/tmp`` (with the symlink to its home that nbgrader's
-   sockets use, and its own channel folder, read-only, at its link's path), ``/dev/shm``, ``/dev/pts`` and
-   ``/proc``. It brings up loopback, allows no further user
-   namespace (``max_user_namespaces`` 0 in the new one), drops every capability, forks 3 and reaps orphans
-   until 3 exits, which ends the namespace and everything in it;
+   empty read-only tmpfs but for its own home (a tmpfs as large as the disk limit, holding a copy of what the
+   grader put there: `autograder.home.mount_home`; a probe's home stays the grader's folder), a fresh
+   ``/tmp`` (with the symlink to its home that nbgrader's sockets use, and its own channel folder, read-only,
+   at its link's path), ``/dev/shm``, ``/dev/pts`` and ``/proc``. It brings up loopback, allows no further
+   user namespace (``max_user_namespaces`` 0 in the new one), drops every capability, forks 3 and reaps
+   orphans until 3 exits, which ends the namespace and everything in it;
 3. the *kernel*: a new session, a one-time name (its worker finds it in /proc by it), its limits and
    environment, then ipykernel (`autograder.kernel.start`), or for a check the request's ``probe`` code.
 
@@ -44,6 +45,7 @@ import traceback
 from dataclasses import asdict, dataclass
 
 from autograder import namespaces as ns
+from autograder.home import mount_home
 from autograder.kernel import preload, set_limits, start
 from autograder.limits import Limits
 
@@ -114,8 +116,9 @@ def _hide(folder: str) -> None:
     ns.mount("tmpfs", folder, "tmpfs", ns.MS_NOSUID | ns.MS_NODEV | ns.MS_RDONLY, "size=4k,mode=0755")
 
 
-def _filesystem(request: KernelRequest, jobs: str, channels: str, tmp_bytes: int) -> None:
+def _filesystem(request: KernelRequest, jobs: str, channels: str, limits: Limits) -> None:
     """The kernel's view (module docstring, step 2), made in its new mount namespace."""
+    tmp_bytes = limits.tmp_bytes
     ns.mount(None, "/", flags=ns.MS_REC | ns.MS_PRIVATE)
     home = os.open(request.home, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW)
     channel = os.open(request.channel, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW) if request.channel else None
@@ -123,6 +126,8 @@ def _filesystem(request: KernelRequest, jobs: str, channels: str, tmp_bytes: int
     os.makedirs(request.home)
     ns.mount(f"/proc/self/fd/{home}", request.home, flags=ns.MS_BIND)  # still the zygote's /proc here
     os.close(home)
+    if not request.probe:  # a kernel's home: a tmpfs as large as the disk limit, with what the grader put there
+        mount_home(request.home, limits)
     ns.mount(None, jobs, flags=ns.MS_REMOUNT | ns.MS_RDONLY | ns.MS_NOSUID | ns.MS_NODEV)
     if channels:
         _hide(channels)  # every job's channel, this one's included: it is seen at its link only
@@ -163,7 +168,7 @@ def _init(request: KernelRequest, jobs: str, channels: str, times: dict[str, flo
     """Step 2, as pid 1 of the new pid namespace: returns the kernel's exit status."""
     ns.set_parent_death_signal(signal.SIGKILL)
     limits = Limits.from_json(request.limits)
-    _filesystem(request, jobs, channels, limits.tmp_bytes)
+    _filesystem(request, jobs, channels, limits)
     ns.loopback_up()
     with open("/proc/sys/user/max_user_namespaces", "w") as handle:
         handle.write("0")

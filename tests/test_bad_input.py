@@ -4,7 +4,7 @@ student, a worker killed mid-job is graded again next run, and killing the grade
 
 The class is a zip: accented names in decomposed Unicode, ids with a space, an apostrophe or a leading
 formula character, an id twice, ids that differ only in case, an invalid id, a corrupt member, a
-script instead of the notebook and a notebook that fills its folder past the disk quota.
+script instead of the notebook and a notebook that fills its home (the disk limit).
 """
 
 from __future__ import annotations
@@ -116,8 +116,9 @@ def test_bad_members_cost_only_their_student(graded) -> None:
 
 def test_a_notebook_past_the_disk_quota_is_too_large(graded) -> None:
     row = read_grades(graded["out"])[("filler", "toy")]
-    assert (row["score"], row["reason"]) == ("0", "not graded: too large: the notebook wrote more than 64 MiB of "
-                                                  "files while it ran (the disk quota of a submission)"), row
+    assert (row["score"], row["reason"]) == ("0", "not graded: too large: the notebook filled its home, the 64 MiB "
+                                                  "and 16384 files, folders and links a submission may write (its disk "
+                                                  "limit); a write past it fails with ENOSPC"), row
 
 
 def _processes(marker: str) -> list[str]:

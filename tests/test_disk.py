@@ -1,61 +1,171 @@
-"""The disk quota counts everything a kernel leaves in its home (issue 32, item 6): links, folders and empty
-files cost at least a block each, the walk never follows a link, and a notebook that hoards them is not
-graded (`autograder.guards.folder_bytes`, `DiskQuota`)."""
+"""A kernel's home is a filesystem of its own, as large as ``--disk`` (issue 32, item 6): a write past it fails
+at once with ENOSPC, with no polling, whatever the kernel writes (a big file, empty files, links with 4 KB
+targets, folders), and a notebook that leaves its home full is not graded: too large
+(`autograder.home`).
+
+One class is graded with ``--disk 32 --jobs 2`` as root and as uid 65534, warm and ``--cold``: four hoarders,
+one for each kind of entry, fill their homes and keep what they wrote; a prober writes past the limit, is
+told ENOSPC by the write itself, removes what it wrote and answers correctly only if it was; an honest
+student is graded beside them.
+"""
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
+import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
-from autograder.guards import INODE_BYTES, MAX_DEPTH, folder_bytes
-from tests import sandbox_attacks as attacks
+from autograder.home import CAPABILITIES, inode_count, is_full, tmpfs_options
 from autograder.layout import OutputFolder
-from tests.grading_helpers import (FIXTURE_SOURCE, grade_cli, read_grades, released_notebooks, student_notebook,
+from autograder.limits import Limits
+from autograder.sandbox import command, environment, prepare_home
+from tests import sandbox_attacks as attacks
+from tests.grading_helpers import (read_grades, released_notebooks, require_sandbox, student_notebook,
                                    write_submission)
+from tests.test_sandbox import UID, _course_copy, _give, unprivileged_python
 
-# 47 MiB of entries that hold no regular file's bytes: links with 4 KB targets, folders and empty files.
-HOARDS_INODES = '''import os, time
+MiB = 2**20
+DISK_MIB = 32
+
+# Writes entries into the home until a write fails (at most `cap`); the error is kept in DISK_ERROR.
+HOARDS = '''import errno, os
+DISK_ERROR = None
 os.makedirs("hoard", exist_ok=True)
-for i in range(4000):
-    os.symlink("x" * 4000, f"hoard/link-{i}")
-    os.mkdir(f"hoard/dir-{i}")
-    open(f"hoard/empty-{i}", "w").close()
-time.sleep(3)
+try:
+    for i in range({cap}):
+        {write}
+except OSError as error:
+    DISK_ERROR = errno.errorcode.get(error.errno, str(error.errno))
+'''
+WRITES = {
+    "big-file": 'open("hoard/big", "ab").write(b"x" * 2**20)',
+    "empty-files": 'open(f"hoard/empty-{i}", "w").close()',
+    "links": 'os.symlink("x" * 4000, f"hoard/link-{i}")',
+    "folders": 'os.mkdir(f"hoard/dir-{i}")',
+}
+CAPS = {"big-file": 48, "empty-files": 12000, "links": 12000, "folders": 12000}
+# The prober: 48 MiB in one file. Its `add` is right only if that write failed with ENOSPC; it then frees its
+# home, so that it is graded.
+PROBES = HOARDS.format(cap=48, write=WRITES["big-file"]) + '''
+import shutil
+shutil.rmtree("hoard")
+def add(a, b):
+    return a + b if DISK_ERROR == "ENOSPC" else a - b
 '''
 
 
-def test_links_folders_and_empty_files_count(tmp_path: Path) -> None:
-    (tmp_path / "outside").mkdir()
-    (tmp_path / "outside" / "big").write_bytes(b"x" * 2**20)
-    home = tmp_path / "home"
-    home.mkdir()
-    for i in range(10):
-        os.symlink("x" * 4000, home / f"link-{i}")
-        (home / f"dir-{i}").mkdir()
-        (home / f"empty-{i}").touch()
-    os.symlink(tmp_path / "outside", home / "to-outside")  # never followed: the 1 MiB outside is not counted
-    assert folder_bytes(home) == 31 * INODE_BYTES
+def test_the_home_holds_as_many_inodes_as_4_kib_blocks() -> None:
+    limits = Limits(disk_bytes=DISK_MIB * MiB)
+    assert inode_count(limits) == DISK_MIB * MiB // 4096
+    assert tmpfs_options(limits) == f"size={DISK_MIB * MiB},nr_inodes={DISK_MIB * MiB // 4096},mode=0700"
 
 
-def test_a_folder_nested_past_the_depth_counts_as_over_any_quota(tmp_path: Path) -> None:
-    folder = tmp_path
-    for _ in range(MAX_DEPTH + 1):
-        folder = folder / "d"
-        folder.mkdir()
-    assert folder_bytes(tmp_path) == sys.maxsize
+def test_a_home_with_no_block_or_no_inode_left_is_full() -> None:
+    free = os.statvfs_result((4096, 4096, 8192, 10, 10, 8192, 5, 5, 0, 255, 0))
+    assert not is_full(free)
+    assert is_full(os.statvfs_result((4096, 4096, 8192, 0, 0, 8192, 5, 5, 0, 255, 0)))
+    assert is_full(os.statvfs_result((4096, 4096, 8192, 10, 10, 8192, 0, 0, 0, 255, 0)))
+
+
+# A cold kernel's first step, then what it holds: its capabilities, its home's size, inodes and files.
+OWNS_HOME = '''import json, os
+from autograder.home import own_home
+from autograder.limits import Limits
+own_home(Limits(disk_bytes={disk}))
+status = dict(line.split(":", 1) for line in open("/proc/self/status"))
+usage = os.statvfs(os.environ["HOME"])
+print(json.dumps({{"caps": [int(status[name], 16) for name in ("CapEff", "CapPrm", "CapBnd", "CapAmb")],
+                  "bytes": usage.f_blocks * usage.f_frsize, "inodes": usage.f_files, "here": os.listdir("."),
+                  "seed": open("seed.txt").read(), "no_new_privs": status["NoNewPrivs"].strip()}}))
+'''
+
+
+@pytest.mark.sandbox
+def test_a_cold_kernel_makes_its_home_a_tmpfs_of_the_limit_and_keeps_no_capability(tmp_path: Path) -> None:
+    require_sandbox()
+    home = tmp_path / "kernel"
+    (home / "work").mkdir(parents=True)
+    (home / "work" / "seed.txt").write_text("released")
+    prepare_home(home)
+    limits = Limits(disk_bytes=DISK_MIB * MiB)
+    argv = command(home, home / "work", limits, environment(home, limits, ()),
+                   [sys.executable, "-c", OWNS_HOME.format(disk=limits.disk_bytes)], capabilities=CAPABILITIES)
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout)
+    assert seen == {"caps": [0, 0, 0, 0], "bytes": DISK_MIB * MiB, "inodes": inode_count(limits), "here": ["seed.txt"],
+                    "seed": "released", "no_new_privs": "1"}, seen
+
+
+def _class(base: Path) -> Path:
+    released = released_notebooks(base / "templates")["toy"]
+    submissions = base / "submissions"
+    answers = {kind: attacks.attack(HOARDS.format(cap=CAPS[kind], write=write)) for kind, write in WRITES.items()}
+    answers |= {"prober": PROBES, "honest": attacks.ADD}
+    for student, add in answers.items():
+        write_submission(submissions, student, "toy", student_notebook(released, {**attacks.REFERENCE, "add": add}))
+    return submissions
+
+
+@pytest.fixture(scope="module", params=[pytest.param((user, mode), id=f"{user}-{mode}") for user in ("root", "uid65534")
+                                        for mode in ("warm", "cold")])
+def graded(request):
+    if os.geteuid() != 0:
+        pytest.skip("needs root: the unprivileged run becomes uid 65534")
+    user, mode = request.param
+    base = Path(tempfile.mkdtemp(prefix="autograder-disk-"))
+    base.chmod(0o755)
+    try:
+        copy = _course_copy(base / "course")
+        submissions = _class(base)
+        out = base / "out"
+        args = [str(submissions), "--out", str(out), "--source", str(copy / "source"), "--jobs", "2", "--quiet",
+                "--disk", str(DISK_MIB), "--cell-timeout", "60", *(["--cold"] if mode == "cold" else [])]
+        env = {"HOME": str(base), "PATH": os.environ["PATH"], "LANG": "C.UTF-8", "PYTHONPATH": str(copy)}
+        python = [sys.executable] if user == "root" else unprivileged_python()
+        if user != "root":
+            _give(base, UID)
+        done = subprocess.run([*python, "-m", "autograder", "grade", *args], cwd=copy, env=env, capture_output=True,
+                              text=True, timeout=900)
+        started = "warm start: each kernel" if mode == "warm" else "cold start (--cold)"
+        assert started in done.stderr and "warm start unavailable" not in done.stderr, done.stderr[-3000:]
+        yield done, read_grades(out) if OutputFolder(out).grades.exists() else {}, OutputFolder(out).grades
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
 
 
 @pytest.mark.slow
+@pytest.mark.root
 @pytest.mark.sandbox
-def test_a_notebook_hoarding_inodes_is_not_graded(tmp_path: Path) -> None:
-    released = released_notebooks(OutputFolder(tmp_path / "out").cache)["toy"]
-    for student, add in (("hoarder", attacks.attack(HOARDS_INODES)), ("honest", attacks.ADD)):
-        write_submission(tmp_path / "subs", student, "toy", student_notebook(released, {**attacks.REFERENCE, "add": add}))
-    done = grade_cli(tmp_path / "subs", "--out", tmp_path / "out", "--source", FIXTURE_SOURCE, "--quiet",
-                     "--disk", "32", "--jobs", "2")
-    rows = read_grades(tmp_path / "out")
-    assert rows[("honest", "toy")]["score"] == "5", done.stderr[-2000:]
-    assert rows[("hoarder", "toy")]["reason"].startswith("not graded: too large"), rows[("hoarder", "toy")]
+@pytest.mark.parametrize("kind", list(WRITES))
+def test_a_notebook_that_fills_its_home_is_not_graded(graded, kind: str) -> None:
+    done, rows, grades = graded
+    assert rows, done.stderr[-3000:]
+    row = rows[(kind, "toy")]
+    assert row["reason"].startswith("not graded: too large"), grades.read_text() + done.stderr[-3000:]
+
+
+@pytest.mark.slow
+@pytest.mark.root
+@pytest.mark.sandbox
+def test_a_write_past_the_limit_fails_at_once_with_enospc(graded) -> None:
+    done, rows, grades = graded
+    assert rows, done.stderr[-3000:]
+    assert (rows[("prober", "toy")]["score"], rows[("prober", "toy")]["reason"]) == ("5", ""), \
+        grades.read_text() + done.stderr[-3000:]
+
+
+@pytest.mark.slow
+@pytest.mark.root
+@pytest.mark.sandbox
+def test_the_student_graded_beside_the_hoarders_keeps_their_grade(graded) -> None:
+    done, rows, grades = graded
+    assert rows, done.stderr[-3000:]
+    assert (rows[("honest", "toy")]["score"], rows[("honest", "toy")]["reason"]) == ("5", ""), \
+        grades.read_text() + done.stderr[-3000:]

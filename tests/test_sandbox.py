@@ -180,7 +180,7 @@ def test_unprivileged_instructor_grades_the_class(unprivileged_run) -> None:
     assert {student: (rows[(student, "toy")]["score"], rows[(student, "toy")]["reason"])
             for student in [*unprivileged_run["answers"], *NAMES]} == dict.fromkeys([*unprivileged_run["answers"], *NAMES],
                                                                                ("5", "")), rows
-    assert rows[("hoarder", "toy")]["reason"].startswith("not graded: too large: the notebook wrote more than 64 MiB")
+    assert rows[("hoarder", "toy")]["reason"].startswith("not graded: too large: the notebook filled its home, the 64 MiB")
 
 
 @pytest.mark.slow
