@@ -171,6 +171,16 @@ WRONG = [
         _attention(), ("    scale = 1.0 / math.sqrt(q.shape[-1])\n",
                        "    q, k, v, grad_out = q.double(), k.double(), v.double(), grad_out.double()\n"
                        "    scale = 1.0 / math.sqrt(q.shape[-1])\n")), message="should have dtype torch.float32"),
+    Answer("softmax_backward", "computes in float32 and casts the result back to the dtype of p", _SOFTMAX_SIGNATURE + """
+    p32, g32 = p.float(), grad_p.float()
+    return (p32 * (g32 - (p32 * g32).sum(dim=dim, keepdim=True))).to(p.dtype)
+""", message="computed in float32 and cast back"),
+    Answer("attention_backward", "computes in float32 and casts the gradients back to the inputs' dtype", edit(
+        _attention(), ("    scale = 1.0 / math.sqrt(q.shape[-1])\n",
+                       "    dtype = q.dtype\n    q, k, v, grad_out = q.float(), k.float(), v.float(), grad_out.float()\n"
+                       "    scale = 1.0 / math.sqrt(q.shape[-1])\n"),
+        ("    return dq, dk, dv\n", "    return dq.to(dtype), dk.to(dtype), dv.to(dtype)\n")),
+           message="computed in float32 and cast back"),
     Answer("flash_attention", "the missing D term: dS = P * dP",
            _flash(ds="ds = p * (grad_out[..., q0:q1, :] @ v[..., k0:k1, :].transpose(-1, -2))"), message="the - D term"),
     Answer("flash_attention", "the wrong scale on dK: no 1/sqrt(d)",
