@@ -120,7 +120,7 @@ WRONG = [
 """, message="not multiplied by p"),
     Answer("softmax_backward", "sums along the last axis whatever dim is", _SOFTMAX_SIGNATURE + """
     return p * (grad_p - (p * grad_p).sum(dim=-1, keepdim=True))
-"""),
+""", message="the sum runs along the wrong dimension"),
     Answer("softmax_backward", "sums over every element instead of along dim", _SOFTMAX_SIGNATURE + """
     return p * (grad_p - (p * grad_p).sum())
 """, message="over all elements"),
@@ -154,7 +154,7 @@ WRONG = [
            message="applied twice"),
     Answer("softmax_backward", "subtracts the plain sum of grad_p instead of sum(p * grad_p)", _SOFTMAX_SIGNATURE + """
     return p * (grad_p - grad_p.sum(dim=dim, keepdim=True))
-"""),
+""", message="sum(grad_p) instead of sum(p * grad_p)"),
     Answer("softmax_backward", "works in float32 whatever the dtype of p", _SOFTMAX_SIGNATURE + """
     p32, g32 = p.float(), grad_p.float()
     return p32 * (g32 - (p32 * g32).sum(dim=dim, keepdim=True))
@@ -224,5 +224,6 @@ WRONG = [
            message="hint 2"),
     Answer("flash_attention", "dV accumulated over query blocks wrongly: each query block overwrites the key "
                               "block's dV_j instead of adding to it, so only the last query block counts", _flash().replace(
-        "dv_j += p.transpose(-1, -2) @ grad_out", "dv_j = p.transpose(-1, -2) @ grad_out")),
+        "dv_j += p.transpose(-1, -2) @ grad_out", "dv_j = p.transpose(-1, -2) @ grad_out"),
+           message="dV_j overwritten by each query block"),
 ]
