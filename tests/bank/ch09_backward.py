@@ -1,10 +1,9 @@
 """Chapter 9 answers: softmax_backward, attention_backward, flash_attention."""
 
 from tests.bank import Answer, edit
+from tests.bank.backward_right import RIGHT, SOFTMAX_SIGNATURE as _SOFTMAX_SIGNATURE
 
 ASSIGNMENT = "09_backward"
-
-_SOFTMAX_SIGNATURE = "def softmax_backward(p, grad_p, dim=-1):\n"
 
 # A correct attention_backward with {softmax}, {ds} and {grads} left open for wrong answers that change one step.
 _ATTENTION = """
@@ -121,7 +120,7 @@ WRONG = [
 """, message="not multiplied by p"),
     Answer("softmax_backward", "sums along the last axis whatever dim is", _SOFTMAX_SIGNATURE + """
     return p * (grad_p - (p * grad_p).sum(dim=-1, keepdim=True))
-"""),
+""", message="the sum runs along the wrong dimension"),
     Answer("softmax_backward", "sums over every element instead of along dim", _SOFTMAX_SIGNATURE + """
     return p * (grad_p - (p * grad_p).sum())
 """, message="over all elements"),
@@ -153,6 +152,35 @@ WRONG = [
     Answer("attention_backward", "the scale applied twice on dK",
            _attention(grads="dq, dk = ds @ k * scale, ds.transpose(-1, -2) @ q * scale * scale"),
            message="applied twice"),
+    Answer("softmax_backward", "subtracts the plain sum of grad_p instead of sum(p * grad_p)", _SOFTMAX_SIGNATURE + """
+    return p * (grad_p - grad_p.sum(dim=dim, keepdim=True))
+""", message="sum(grad_p) instead of sum(p * grad_p)"),
+    Answer("softmax_backward", "works in float32 whatever the dtype of p", _SOFTMAX_SIGNATURE + """
+    p32, g32 = p.float(), grad_p.float()
+    return p32 * (g32 - (p32 * g32).sum(dim=dim, keepdim=True))
+""", message="should have dtype torch.float64"),
+    Answer("attention_backward", "the wrong scale on dQ: no 1/sqrt(d)",
+           _attention(grads="dq, dk = ds @ k, ds.transpose(-1, -2) @ q * scale"), message="no 1/sqrt(d) on dq"),
+    Answer("attention_backward", "the mask ignored: masked pairs still get weight and gradient", edit(
+        _attention(), ('        s = s.masked_fill(~mask, float("-inf"))\n', "        pass\n")),
+           message="the mask is ignored"),
+    Answer("attention_backward", "the mask inverted: masked_fill(mask, -inf) fills the pairs that may attend", edit(
+        _attention(), ('s.masked_fill(~mask, float("-inf"))', 's.masked_fill(mask, float("-inf"))')),
+           message="the mask is inverted"),
+    Answer("attention_backward", "computes in float64 and returns float64 gradients for float32 inputs", edit(
+        _attention(), ("    scale = 1.0 / math.sqrt(q.shape[-1])\n",
+                       "    q, k, v, grad_out = q.double(), k.double(), v.double(), grad_out.double()\n"
+                       "    scale = 1.0 / math.sqrt(q.shape[-1])\n")), message="should have dtype torch.float32"),
+    Answer("softmax_backward", "computes in float32 and casts the result back to the dtype of p", _SOFTMAX_SIGNATURE + """
+    p32, g32 = p.float(), grad_p.float()
+    return (p32 * (g32 - (p32 * g32).sum(dim=dim, keepdim=True))).to(p.dtype)
+""", message="computed in float32 and cast back"),
+    Answer("attention_backward", "computes in float32 and casts the gradients back to the inputs' dtype", edit(
+        _attention(), ("    scale = 1.0 / math.sqrt(q.shape[-1])\n",
+                       "    dtype = q.dtype\n    q, k, v, grad_out = q.float(), k.float(), v.float(), grad_out.float()\n"
+                       "    scale = 1.0 / math.sqrt(q.shape[-1])\n"),
+        ("    return dq, dk, dv\n", "    return dq.to(dtype), dk.to(dtype), dv.to(dtype)\n")),
+           message="computed in float32 and cast back"),
     Answer("flash_attention", "the missing D term: dS = P * dP",
            _flash(ds="ds = p * (grad_out[..., q0:q1, :] @ v[..., k0:k1, :].transpose(-1, -2))"), message="the - D term"),
     Answer("flash_attention", "the wrong scale on dK: no 1/sqrt(d)",
@@ -196,79 +224,6 @@ WRONG = [
            message="hint 2"),
     Answer("flash_attention", "dV accumulated over query blocks wrongly: each query block overwrites the key "
                               "block's dV_j instead of adding to it, so only the last query block counts", _flash().replace(
-        "dv_j += p.transpose(-1, -2) @ grad_out", "dv_j = p.transpose(-1, -2) @ grad_out")),
-]
-
-RIGHT = [
-    Answer("softmax_backward", "p * grad_p minus p times the row sum of p * grad_p",
-           _SOFTMAX_SIGNATURE + """
-    weighted = p * grad_p
-    return weighted - p * weighted.sum(dim, keepdim=True)
-"""),
-    Answer("attention_backward", "dS from task 1's softmax_backward, a softmax with a where() for empty rows", """
-def attention_backward(q, k, v, grad_out, mask=None):
-    d = q.shape[-1]
-    s = torch.matmul(q, k.mT) / d ** 0.5
-    if mask is None:
-        mask = torch.ones(s.shape[-2:], dtype=torch.bool)
-    s = torch.where(mask, s, torch.finfo(s.dtype).min)
-    p = torch.where(mask, torch.softmax(s, dim=-1), 0.0)
-    p = p / p.sum(-1, keepdim=True).clamp_min(torch.finfo(p.dtype).tiny)
-    dv = torch.matmul(p.mT, grad_out)
-    ds = softmax_backward(p, torch.matmul(grad_out, v.mT))
-    return torch.matmul(ds, k) / d ** 0.5, torch.matmul(ds.mT, q) / d ** 0.5, dv
-"""),
-    Answer("flash_attention", "query blocks outer in the backward, dK and dV accumulated in place, logaddexp in the forward",
-           """
-class FlashAttention(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, q, k, v, is_causal=False, block_q=64, block_k=64):
-        n_q, n_k, d = q.shape[-2], k.shape[-2], q.shape[-1]
-        out = torch.empty(q.shape[:-1] + v.shape[-1:], dtype=q.dtype)
-        lse = torch.empty(q.shape[:-1], dtype=q.dtype)
-        for q0 in range(0, n_q, block_q):
-            rows = torch.arange(q0, min(q0 + block_q, n_q))
-            run_lse = torch.full(q.shape[:-2] + (len(rows),), float("-inf"), dtype=q.dtype)
-            acc = torch.zeros(q.shape[:-2] + (len(rows), v.shape[-1]), dtype=q.dtype)
-            for k0 in range(0, n_k, block_k):
-                cols = torch.arange(k0, min(k0 + block_k, n_k))
-                s = q[..., rows, :] @ k[..., cols, :].mT / math.sqrt(d)
-                if is_causal:
-                    s = torch.where(cols <= rows[:, None] + n_k - n_q, s, float("-inf"))
-                tile_lse = torch.logsumexp(s, dim=-1)
-                new_lse = torch.logaddexp(run_lse, tile_lse)
-                safe = torch.where(torch.isinf(new_lse), 0.0, new_lse)
-                acc = acc * torch.exp(run_lse - safe)[..., None] + torch.exp(s - safe[..., None]) @ v[..., cols, :]
-                run_lse = new_lse
-            out[..., rows, :], lse[..., rows] = acc, run_lse
-        ctx.save_for_backward(q, k, v, out, lse)
-        ctx.settings = (is_causal, block_q, block_k)
-        return out
-
-    @staticmethod
-    def backward(ctx, grad_out):
-        q, k, v, out, lse = ctx.saved_tensors
-        is_causal, block_q, block_k = ctx.settings
-        n_q, n_k, d = q.shape[-2], k.shape[-2], q.shape[-1]
-        delta = (grad_out * out).sum(-1)
-        dq, dk, dv = torch.zeros_like(q), torch.zeros_like(k), torch.zeros_like(v)
-        for q0 in range(0, n_q, block_q):
-            rows = torch.arange(q0, min(q0 + block_q, n_q))
-            row_lse = lse[..., rows].nan_to_num(neginf=float("inf"))[..., None]
-            for k0 in range(0, n_k, block_k):
-                cols = torch.arange(k0, min(k0 + block_k, n_k))
-                s = q[..., rows, :] @ k[..., cols, :].mT / math.sqrt(d)
-                if is_causal:
-                    s = torch.where(cols <= rows[:, None] + n_k - n_q, s, float("-inf"))
-                p = torch.exp(s - row_lse)
-                dv[..., cols, :] += p.mT @ grad_out[..., rows, :]
-                ds = p * (grad_out[..., rows, :] @ v[..., cols, :].mT - delta[..., rows, None]) / math.sqrt(d)
-                dq[..., rows, :] += ds @ k[..., cols, :]
-                dk[..., cols, :] += ds.mT @ q[..., rows, :]
-        return dq, dk, dv, None, None, None
-
-
-def flash_attention(q, k, v, is_causal=False, block_q=64, block_k=64):
-    return FlashAttention.apply(q, k, v, is_causal, block_q, block_k)
-"""),
+        "dv_j += p.transpose(-1, -2) @ grad_out", "dv_j = p.transpose(-1, -2) @ grad_out"),
+           message="dV_j overwritten by each query block"),
 ]
