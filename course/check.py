@@ -63,6 +63,8 @@ def judge(cell: nbformat.NotebookNode) -> CheckedCell:
 def check(path: Path, timeout: int = CELL_TIMEOUT_S) -> list[CheckedCell]:
     """Execute the notebook at `path` in a fresh kernel (every cell, in order) and judge its test cells."""
     notebook = nbformat.read(path, as_version=4)
+    if not any(_is_test(cell) for cell in notebook.cells):
+        return []  # not a course notebook: nothing to run
     client = NotebookClient(notebook, timeout=timeout, allow_errors=True,
                             resources={"metadata": {"path": str(path.resolve().parent)}})
     client.execute()

@@ -14,8 +14,9 @@ import nbformat
 import pytest
 
 from course import ROOT
+from course.__main__ import main
 from course.chapters import chapter
-from course.check import NOT_WRITTEN, Outcome, CheckedCell, judge, report
+from course.check import NOT_WRITTEN, CheckedCell, Outcome, judge, report
 from course.notebooks import solution_sources, student_notebook
 from tests.test_setup_page import CHAPTERS, PAGE, read_page
 
@@ -102,7 +103,15 @@ def test_a_wrong_answer_fails_with_the_tests_message(tmp_path: Path) -> None:
     assert "passed  test_softmax\n" in done.stdout and "3 of 4 test cells pass" in done.stdout
 
 
-def test_a_file_that_is_not_there_is_a_usage_error(tmp_path: Path) -> None:
-    done = subprocess.run([sys.executable, "-m", "course", "check", "missing.ipynb"], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=120)
-    assert done.returncode == 2 and "missing.ipynb is not a file" in done.stderr
+def test_a_file_that_is_not_there_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["check", str(tmp_path / "missing.ipynb")])
+    assert exited.value.code == 2 and "missing.ipynb is not a file" in capsys.readouterr().err
+
+
+def test_a_notebook_without_test_cells_is_not_ready(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A plain notebook (the book page's download, say) has nothing to check: that is not a pass."""
+    path = tmp_path / "page.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1")]), path)
+    assert main(["check", str(path)]) == 1
+    assert "page.ipynb has no test cell" in capsys.readouterr().out
