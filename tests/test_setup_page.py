@@ -11,7 +11,8 @@ project's machines reach PyPI only; there the command runs with its index unreac
 constraint to the CPU build of the version requirements.txt pins, which pip finds through this machine's own
 configuration (its find-links holds that wheel; PyPI's Linux wheel is the CUDA build). Either way the test
 checks that the environment holds a CPU torch and no CUDA library. pip's cache (its default place, or
-PIP_CACHE_DIR) makes a second run download nothing.
+PIP_CACHE_DIR) makes a second run download nothing, and pip does not byte-compile (PIP_NO_COMPILE): the time
+left is mostly unpacking torch.
 """
 
 from __future__ import annotations
@@ -98,6 +99,9 @@ def _bash(script: str, cwd: Path, timeout: int) -> subprocess.CompletedProcess[s
     # Nothing of the project's own environment on the path: python3 is the machine's.
     env["PATH"] = os.pathsep.join(entry for entry in env["PATH"].split(os.pathsep)
                                   if Path(entry).resolve() != Path(sys.executable).parent.resolve())
+    # Only to save time: pip skips byte-compiling what it installs (torch alone is thousands of files); Python
+    # compiles each module when it is first imported, as it would have anyway.
+    env["PIP_NO_COMPILE"] = "1"
     return subprocess.run(["bash", "-c", script], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
 
 
