@@ -217,7 +217,7 @@ def test_pages_work_on_a_phone_a_tablet_and_a_desktop(site: Path, width: int) ->
     sidebars fold away) a tap on the visible toggles opens the chapter list and the page's contents."""
     from tests.browser import inspect_pages
 
-    pages = ["book/intro.html", *[f"{chapter}.html" for chapter in CHAPTERS]]
+    pages = ["book/intro.html", "book/setup.html", *[f"{chapter}.html" for chapter in CHAPTERS]]
     for page, report in inspect_pages(site, pages, width=width, tap_toggles=width < 992).items():
         assert report.page_overflow <= 0, \
             f"{page} at {width} px scrolls {report.page_overflow} px sideways: {report.sticking_out[:3]}"
