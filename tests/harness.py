@@ -4,7 +4,8 @@ Used by the wrong-answer bank: hundreds of variants cannot each afford a kernel 
 cells (answers, and the given cells too) run in a stand-in for the kernel, one long-lived
 ``python -m autograder.served`` subprocess reset between notebooks; the test cells run here, in
 `autograder.test_cells.TrustedCells`, reaching the notebook's names through the channel
-(`autograder.remote`), exactly as the grader runs them. The scoring follows nbgrader's rule for
+(`autograder.remote`), exactly as the grader runs them: which cell is a test, given or the student's
+is the grader's own `autograder.test_cells.cell_kind`. The scoring follows nbgrader's rule for
 autograded test cells: a test cell earns its points when it raises nothing and nothing (its own
 output or the student code it called) writes to stderr. `tests/test_grading.py` checks that this
 agrees with a real `python -m autograder grade` on a sample of variants.
@@ -26,7 +27,7 @@ from autograder import measure
 from autograder.remote import Session, wait_for_connection
 from autograder.sandbox import MALLOC
 from autograder.secret import HIDDEN_KEY
-from autograder.test_cells import CellRun, TrustedCells, answer_names
+from autograder.test_cells import CellKind, CellRun, TrustedCells, answer_names, cell_kind
 from course.chapters import chapter
 from course.notebooks import code_cells
 
@@ -105,7 +106,9 @@ def run_notebook(assignment: str, replacements: dict[str, str] | None = None, hi
     for meta, source in cells:
         grade_id = meta.get("grade_id", "")
         source = replacements.pop(grade_id, source)
-        if meta.get("grade") and not meta.get("solution"):
+        kind = cell_kind(graded=bool(meta.get("grade")), solution=bool(meta.get("solution")),
+                         locked=bool(meta.get("locked")))
+        if kind is CellKind.TEST:
             run = trusted.run_test(source, grade_id, session)
             if session.broken:
                 _stand_in = None  # a broken connection: the next notebook gets a new stand-in
@@ -114,7 +117,7 @@ def run_notebook(assignment: str, replacements: dict[str, str] | None = None, hi
             failure = _failure(run)
             results.append(TestCell(grade_id, float(meta.get("points", 0)), failure is None, failure or ""))
             continue
-        if meta.get("locked"):
+        if kind is CellKind.GIVEN:
             trusted.run_given(source, grade_id)
         if not session.broken:
             session.request({"op": "exec"}, source)

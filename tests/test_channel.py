@@ -85,13 +85,6 @@ def hang():
 '''
 
 
-@pytest.fixture(scope="module")
-def stand_in():
-    kernel = StandIn()
-    yield kernel
-    kernel.close()
-
-
 @pytest.fixture()
 def names(stand_in):
     session = stand_in.session()
