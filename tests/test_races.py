@@ -36,7 +36,7 @@ from autograder.warm import Zygote, ZygoteClient
 from tests import sandbox_attacks as attacks
 from tests.grading_helpers import (read_grades, released_notebooks, require_sandbox, student_notebook,
                                    write_submission)
-from tests.test_sandbox import UID, _course_copy, _give, unprivileged_python
+from tests.unprivileged import course_copy, give, unprivileged_folder, unprivileged_python
 
 RACERS = ("racer-1", "racer-2", "racer-3")
 
@@ -156,10 +156,8 @@ def raced(request):
     if os.geteuid() != 0:
         pytest.skip("needs root: the canary is root's, and the unprivileged run becomes uid 65534")
     user, mode = request.param
-    base = Path(tempfile.mkdtemp(prefix="autograder-races-"))
-    base.chmod(0o755)
-    try:
-        copy = _course_copy(base / "course")
+    with unprivileged_folder("autograder-races-") as base:
+        copy = course_copy(base / "course")
         canary = base / "private" / "canary.txt"
         canary.parent.mkdir()
         canary.write_text(attacks.secret())
@@ -171,17 +169,15 @@ def raced(request):
                 "--cell-timeout", "15", "--timeout", "45", *(["--cold"] if mode == "cold" else [])]
         env = {"HOME": str(base), "PATH": os.environ["PATH"], "LANG": "C.UTF-8", "PYTHONPATH": str(copy)}
         if user == "root":
-            python = [sys.executable]
+            python: tuple[str, ...] = (sys.executable,)
         else:
             python = unprivileged_python()
-            _give(base, UID)
+            give(base)
         canary.chmod(0o600)
         before = _fingerprint(targets)
         done = subprocess.run([*python, "-m", "autograder", "grade", *args], cwd=copy, env=env, capture_output=True,
                               text=True, timeout=900)
         yield {"done": done, "out": out, "before": before, "after": _fingerprint(targets)}
-    finally:
-        shutil.rmtree(base, ignore_errors=True)
 
 
 @pytest.mark.slow
