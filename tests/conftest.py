@@ -1,5 +1,5 @@
 """Shared pytest set-up: OpenMP threads that sleep when idle, the fixtures that several test files use (the stand-in
-kernel), and the wrong-answer bank's size reported at the end of every run."""
+kernel, the fixture course's templates), and the wrong-answer bank's size reported at the end of every run."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 import pytest  # noqa: E402
 
 from tests import bank  # noqa: E402
+from tests.grading_helpers import ToyClass, released_notebooks  # noqa: E402
 from tests.harness import StandIn  # noqa: E402
 
 
@@ -23,6 +24,14 @@ def stand_in() -> Iterator[StandIn]:
     kernel = StandIn()
     yield kernel
     kernel.close()
+
+
+@pytest.fixture(scope="session")
+def toy_class(tmp_path_factory) -> ToyClass:
+    """The fixture course's templates, generated once a session (once a worker under xdist) by the grader's own
+    template step; every test that grades the toy class copies them instead of generating its own."""
+    cache = tmp_path_factory.mktemp("toy-class") / "cache"
+    return ToyClass(cache, released_notebooks(cache))
 
 
 def pytest_terminal_summary(terminalreporter) -> None:

@@ -34,7 +34,7 @@ from autograder.sandbox import command, environment, new_channel, prepare_home
 from autograder.trusted_execute import SOCKET_UMASK
 from autograder.warm import Zygote, ZygoteClient
 from tests import sandbox_attacks as attacks
-from tests.grading_helpers import (read_grades, released_notebooks, require_sandbox, student_notebook,
+from tests.grading_helpers import (read_grades, require_sandbox, student_notebook,
                                    write_submission)
 from tests.unprivileged import course_copy, give, unprivileged_folder, unprivileged_python
 
@@ -139,9 +139,9 @@ def _fingerprint(paths: list[Path]) -> dict[str, tuple[int, str]]:
     return {str(p): (p.stat().st_mode & 0o7777, hashlib.sha256(p.read_bytes()).hexdigest()) for p in paths}
 
 
-def _class(base: Path, targets: list[Path]) -> Path:
-    """The submissions: three racers, the swapper, the FIFO and an honest student."""
-    released = released_notebooks(base / "templates")["toy"]
+def _class(base: Path, released: Path, targets: list[Path]) -> Path:
+    """The submissions (of the toy notebook ``released``): three racers, the swapper, the FIFO and an honest
+    student."""
     submissions = base / "submissions"
     racer = attacks.attack(START_RACER.format(races=RACES, targets=[str(t) for t in targets]))
     answers = {**dict.fromkeys(RACERS, racer), "fifo": attacks.attack(FIFO), "honest": attacks.ADD, "swapper": SWAPS}
@@ -152,7 +152,7 @@ def _class(base: Path, targets: list[Path]) -> Path:
 
 @pytest.fixture(scope="module", params=[pytest.param((user, mode), id=f"{user}-{mode}") for user in ("root", "uid65534")
                         for mode in ("warm", "cold")])
-def raced(request):
+def raced(request, toy_class):
     if os.geteuid() != 0:
         pytest.skip("needs root: the canary is root's, and the unprivileged run becomes uid 65534")
     user, mode = request.param
@@ -163,7 +163,7 @@ def raced(request):
         canary.write_text(attacks.secret())
         course_files = [copy / "source" / "toy" / "toy.ipynb", copy / "autograder" / "__init__.py"]
         targets = [canary, *course_files]
-        submissions = _class(base, targets)
+        submissions = _class(base, toy_class.released["toy"], targets)
         out = base / "out"
         args = [str(submissions), "--out", str(out), "--source", str(copy / "source"), "--jobs", "2", "--quiet",
                 "--cell-timeout", "15", "--timeout", "45", *(["--cold"] if mode == "cold" else [])]

@@ -27,7 +27,7 @@ from autograder.pool import Pool, WorkerStartError
 from autograder.sandbox import command, environment, prepare_home, socket_link
 from course import ROOT
 from tests import sandbox_attacks as attacks
-from tests.grading_helpers import (FIXTURE_SOURCE, HIDDEN_MARKER, grade_cli, read_grades, released_notebooks,
+from tests.grading_helpers import (FIXTURE_SOURCE, HIDDEN_MARKER, grade_cli, read_grades,
                                    require_sandbox, student_notebook, write_submission)
 from tests.unprivileged import course_copy, give, grade_as_unprivileged, unprivileged_folder, unprivileged_python
 
@@ -40,11 +40,11 @@ import time
 time.sleep(5)
 """
 @pytest.fixture(scope="module")
-def unprivileged_run(tmp_path_factory):
+def unprivileged_run(toy_class):
     if os.geteuid() != 0:
         pytest.skip("needs root to become an unprivileged user")
     unprivileged_python()  # fails here, before any grading, when uid 65534 can run no interpreter
-    released = released_notebooks(tmp_path_factory.mktemp("templates") / "cache")["toy"]
+    released = toy_class.released["toy"]
     listener = attacks.Listener()
     try:
         with unprivileged_folder("autograder-unprivileged-") as base:
@@ -137,8 +137,8 @@ def test_a_worker_that_dies_at_start_ends_the_run(tmp_path) -> None:
 
 @pytest.mark.slow
 @pytest.mark.sandbox
-def test_no_sandbox_stops_the_run_unless_no_isolate(tmp_path) -> None:
-    released = released_notebooks(tmp_path / "templates")["toy"]
+def test_no_sandbox_stops_the_run_unless_no_isolate(tmp_path, toy_class) -> None:
+    released = toy_class.released["toy"]
     refusing = tmp_path / "bin" / "bwrap"
     refusing.parent.mkdir()
     refusing.write_text("#!/bin/sh\n[ \"$1\" = --version ] && echo 'bubblewrap 0.11.0' && exit 0\n"
@@ -147,7 +147,7 @@ def test_no_sandbox_stops_the_run_unless_no_isolate(tmp_path) -> None:
     write_submission(tmp_path / "subs", "ada", "toy", student_notebook(released, attacks.REFERENCE))
     env = {"PATH": f"{refusing.parent}{os.pathsep}{os.environ['PATH']}"}
     for out in ("out", "out-no-isolate"):
-        shutil.copytree(tmp_path / "templates", OutputFolder(tmp_path / out).cache)
+        shutil.copytree(toy_class.cache, OutputFolder(tmp_path / out).cache)
     stopped = grade_cli(tmp_path / "subs", "--out", tmp_path / "out", "--source", FIXTURE_SOURCE, "--quiet", env=env)
     assert stopped.returncode == 2 and not OutputFolder(tmp_path / "out").grades.exists()
     assert "No permissions to create a new namespace" in stopped.stderr and "sysctl" in stopped.stderr
