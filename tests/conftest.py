@@ -27,6 +27,16 @@ def stand_in() -> Iterator[StandIn]:
 
 
 @pytest.fixture(scope="session")
+def bank_kernel() -> Iterator[StandIn]:
+    """The stand-in kernel that runs whole notebooks (`tests.harness.run_notebook`: the bank, the hidden seeds, the
+    harness's agreement with `grade`). Apart from ``stand_in``: the channel tests' attacks change what a namespace
+    reset keeps (torch's generator, for one)."""
+    kernel = StandIn()
+    yield kernel
+    kernel.close()
+
+
+@pytest.fixture(scope="session")
 def toy_class(tmp_path_factory) -> ToyClass:
     """The fixture course's templates, generated once a session (once a worker under xdist) by the grader's own
     template step; every test that grades the toy class copies them instead of generating its own."""

@@ -13,7 +13,6 @@ agrees with a real `python -m autograder grade` on a sample of variants.
 
 from __future__ import annotations
 
-import atexit
 import os
 import socket
 import subprocess
@@ -45,9 +44,12 @@ class TestCell:
 
 
 class StandIn:
-    """The stand-in kernel: a served subprocess and the connection to it."""
+    """The stand-in kernel: a served subprocess and the connection to it, started again when it broke."""
 
     def __init__(self) -> None:
+        self._start()
+
+    def _start(self) -> None:
         self.folder = tempfile.TemporaryDirectory(prefix="ag-bank-")
         path = str(Path(self.folder.name) / "s")
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -57,29 +59,25 @@ class StandIn:
         self.process = subprocess.Popen([sys.executable, "-m", "autograder.served", path], env=env)
         self.sock = wait_for_connection(listener, time.monotonic() + 60)
         listener.close()
+        self.last: Session | None = None
 
     def session(self) -> Session:
-        """A fresh trusted session on the same connection, the stand-in's namespace emptied."""
+        """A fresh trusted session on the same connection, the stand-in's namespace emptied; on a new stand-in
+        when the last session broke the connection or the process ended."""
+        if self.process.poll() is not None or (self.last is not None and self.last.broken):
+            self.close()
+            self._start()
         session = Session(CALL_SECONDS)
         session.attach(self.sock)
         session.request({"op": "reset"})
+        self.last = session
         return session
 
     def close(self) -> None:
+        self.sock.close()
         self.process.kill()
         self.process.wait()
         self.folder.cleanup()
-
-
-_stand_in: StandIn | None = None
-
-
-def _kernel() -> StandIn:
-    global _stand_in
-    if _stand_in is None or _stand_in.process.poll() is not None:
-        _stand_in = StandIn()
-        atexit.register(_stand_in.close)
-    return _stand_in
 
 
 def _failure(run: CellRun) -> str | None:
@@ -90,16 +88,16 @@ def _failure(run: CellRun) -> str | None:
     return None
 
 
-def run_notebook(assignment: str, replacements: dict[str, str] | None = None, hidden_key: str = "") -> list[TestCell]:
-    """Run the solution notebook top to bottom with cells replaced by grade_id; score its test cells. With a
-    ``hidden_key`` the hidden tests draw their inputs as `grade` does for a hand-in of that key
-    (`autograder.secret`); without one, from their fixed seeds, as in a plain kernel."""
-    global _stand_in
+def run_notebook(stand_in: StandIn, assignment: str, replacements: dict[str, str] | None = None,
+                 hidden_key: str = "") -> list[TestCell]:
+    """Run the solution notebook top to bottom in ``stand_in`` (the session's ``bank_kernel``, tests/conftest.py)
+    with cells replaced by grade_id; score its test cells. With a ``hidden_key`` the hidden
+    tests draw their inputs as `grade` does for a hand-in of that key (`autograder.secret`); without one, from
+    their fixed seeds, as in a plain kernel."""
     replacements = dict(replacements or {})
     cells = code_cells(chapter(assignment).solution)
     trusted = TrustedCells(answer_names([source for meta, source in cells if meta.get("solution")]),
                            namespace={"__name__": "__main__", HIDDEN_KEY: hidden_key})
-    stand_in = _kernel()
     session = stand_in.session()
     measure.TARGET.pid = stand_in.process.pid
     results = []
@@ -110,8 +108,6 @@ def run_notebook(assignment: str, replacements: dict[str, str] | None = None, hi
                          locked=bool(meta.get("locked")))
         if kind is CellKind.TEST:
             run = trusted.run_test(source, grade_id, session)
-            if session.broken:
-                _stand_in = None  # a broken connection: the next notebook gets a new stand-in
             printed = {} if session.broken else session.request({"op": "output"})[0]
             run = CellRun(run.stdout + printed.get("stdout", ""), run.stderr + printed.get("stderr", ""), run.error)
             failure = _failure(run)

@@ -7,7 +7,7 @@ import pytest
 from tests import bank
 from course.chapters import chapter
 from course.notebooks import code_cells, solution_sources
-from tests.harness import run_notebook, score
+from tests.harness import StandIn, run_notebook, score
 
 MODULES = bank.modules()
 # The fast tier (`make test-fast`) runs a sample of each chapter's answers that does not grow with the bank:
@@ -51,9 +51,9 @@ RIGHT = _cases("RIGHT")
 
 
 @pytest.mark.parametrize("case", WRONG)
-def test_wrong_answer_loses_points(case: tuple[str, bank.Answer]) -> None:
+def test_wrong_answer_loses_points(bank_kernel: StandIn, case: tuple[str, bank.Answer]) -> None:
     assignment, answer = case
-    results = run_notebook(assignment, {answer.cell: answer.source})
+    results = run_notebook(bank_kernel, assignment, {answer.cell: answer.source})
     earned, possible = score(results)
     assert earned < possible, f"the wrong answer '{answer.mistake}' for {answer.cell} kept full marks"
     messages = "\n".join(r.message for r in results if not r.passed)
@@ -62,9 +62,9 @@ def test_wrong_answer_loses_points(case: tuple[str, bank.Answer]) -> None:
 
 
 @pytest.mark.parametrize("case", RIGHT)
-def test_right_answer_keeps_full_marks(case: tuple[str, bank.Answer]) -> None:
+def test_right_answer_keeps_full_marks(bank_kernel: StandIn, case: tuple[str, bank.Answer]) -> None:
     assignment, answer = case
-    results = run_notebook(assignment, {answer.cell: answer.source})
+    results = run_notebook(bank_kernel, assignment, {answer.cell: answer.source})
     failed = [f"{r.grade_id}: {r.message}" for r in results if not r.passed]
     assert not failed, f"the correct answer '{answer.mistake}' for {answer.cell} lost points:\n" + "\n".join(failed)
 
@@ -81,14 +81,14 @@ def test_bank_covers_every_graded_function(module) -> None:
 
 
 @pytest.mark.parametrize("module", MODULES, ids=lambda m: m.ASSIGNMENT)
-def test_reference_solution_passes_every_test_in_process(module) -> None:
-    results = run_notebook(module.ASSIGNMENT)
+def test_reference_solution_passes_every_test_in_process(bank_kernel: StandIn, module) -> None:
+    results = run_notebook(bank_kernel, module.ASSIGNMENT)
     earned, possible = score(results)
     assert possible > 0 and earned == possible, [r for r in results if not r.passed]
 
 
 @pytest.mark.parametrize("module", MODULES, ids=lambda m: m.ASSIGNMENT)
-def test_blank_student_notebook_scores_zero_on_every_test(module) -> None:
+def test_blank_student_notebook_scores_zero_on_every_test(bank_kernel: StandIn, module) -> None:
     stubs = solution_sources(chapter(module.ASSIGNMENT).exercise)
-    passed = [r.grade_id for r in run_notebook(module.ASSIGNMENT, stubs) if r.passed]
+    passed = [r.grade_id for r in run_notebook(bank_kernel, module.ASSIGNMENT, stubs) if r.passed]
     assert not passed, f"these test cells give points to a blank notebook: {passed}"

@@ -19,7 +19,7 @@ from autograder.test_cells import TrustedCells
 from course.chapters import chapter, chapters
 from course.notebooks import code_cells, solution_sources, student_notebook
 from tests.grading_helpers import InstantPool, NoGradebook, grade_cli, read_grades, write_submission
-from tests.harness import run_notebook, score
+from tests.harness import StandIn, run_notebook, score
 
 CH1 = chapter("01_similarity")
 CH1_MAX = "10"  # chapter 1's points, as grades.csv writes them
@@ -154,10 +154,10 @@ FAST_SEEDED = ("01_similarity", "03_multi_head")
 
 @pytest.mark.parametrize("slug", [pytest.param(each.slug, marks=[] if each.slug in FAST_SEEDED else pytest.mark.slow)
                                   for each in chapters()])
-def test_references_keep_full_marks_under_a_hand_ins_seeds(slug: str) -> None:
+def test_references_keep_full_marks_under_a_hand_ins_seeds(bank_kernel: StandIn, slug: str) -> None:
     """The right answer passes whatever the secret: here under two keys, and under the fixed seeds."""
     for key in ("5e" * 32, "a1" * 32):
-        results = run_notebook(slug, hidden_key=key)
+        results = run_notebook(bank_kernel, slug, hidden_key=key)
         earned, possible = score(results)
         assert earned == possible, [f"{r.grade_id}: {r.message}" for r in results if not r.passed]
 
