@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import enum
 import io
 import linecache
 import sys
@@ -45,6 +46,23 @@ class CellRun:
     def passed(self) -> bool:
         """nbgrader's rule: no exception and nothing on stderr."""
         return self.error is None and not self.stderr
+
+
+class CellKind(enum.Enum):
+    """What the trusted harness does with a code cell of the course's source."""
+
+    TEST = "test"  # graded, not a solution: runs here, in `TrustedCells`
+    GIVEN = "given"  # locked code the course wrote: runs here and in the kernel
+    ANSWER = "answer"  # the student's (a solution cell, or one of their own): runs in the kernel only
+
+
+def cell_kind(*, graded: bool, solution: bool, locked: bool) -> CellKind:
+    """A code cell's kind from its nbgrader flags (the course's, never the student's copy)."""
+    if solution:
+        return CellKind.ANSWER
+    if graded:
+        return CellKind.TEST
+    return CellKind.GIVEN if locked else CellKind.ANSWER
 
 
 def answer_names(sources: list[str]) -> tuple[str, ...]:

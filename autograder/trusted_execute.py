@@ -39,7 +39,7 @@ from traitlets import List, Unicode
 from autograder import measure, rules
 from autograder.remote import Session
 from autograder.secret import HIDDEN_KEY
-from autograder.test_cells import CellRun, TrustedCells, answer_names
+from autograder.test_cells import CellKind, CellRun, TrustedCells, answer_names, cell_kind
 
 DIED = "DeadKernelError"
 SERVE = "__import__('autograder.served').served.serve({path!r}, globals())"
@@ -76,11 +76,11 @@ def read_plan(db_url: str, notebook: str, assignment: str) -> Plan:
         found = gradebook.find_notebook(notebook, assignment)
         solutions = {cell.name for cell in found.solution_cells}
         graded = {cell.name for cell in found.grade_cells}
-        sources = {cell.name: cell for cell in found.source_cells if cell.cell_type == "code"}
-        tests = {name: cell.source for name, cell in sources.items() if name in graded and name not in solutions}
-        given = {name: cell.source for name, cell in sources.items()
-                 if cell.locked and name not in graded and name not in solutions}
-        names = answer_names([cell.source for name, cell in sources.items() if name in solutions])
+        kinds = {cell.name: (cell_kind(graded=cell.name in graded, solution=cell.name in solutions, locked=cell.locked),
+                             cell.source) for cell in found.source_cells if cell.cell_type == "code"}
+        tests = {name: source for name, (kind, source) in kinds.items() if kind is CellKind.TEST}
+        given = {name: source for name, (kind, source) in kinds.items() if kind is CellKind.GIVEN}
+        names = answer_names([source for name, (_, source) in kinds.items() if name in solutions])
     return Plan(tests, given, names)
 
 

@@ -51,13 +51,12 @@ class LocalCluster:
         self.scheduler = self._start("scheduler", [DASK, "scheduler", "--host", "127.0.0.1", "--port", "0",
                                                    "--no-dashboard", "--scheduler-file", str(scheduler_file)])
         deadline = time.monotonic() + timeout
-        while not scheduler_file.exists():
+        while not (address := _address(scheduler_file)):  # the file may be there before its contents are
             if time.monotonic() > deadline or self.scheduler.poll() is not None:
                 self.stop()
                 raise RuntimeError(f"the scheduler did not start: see {self.folder / 'scheduler' / 'log.txt'}")
             time.sleep(0.1)
-        time.sleep(0.1)
-        self.address = json.loads(scheduler_file.read_text())["address"]
+        self.address = address
         for _ in range(self.count):
             self.add_worker()
         self.wait_for_workers(self.count, deadline - time.monotonic())
@@ -96,6 +95,14 @@ class LocalCluster:
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+def _address(scheduler_file: Path) -> str:
+    """The scheduler's address from its scheduler file; "" while the file is missing or not yet whole."""
+    try:
+        return str(json.loads(scheduler_file.read_text())["address"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return ""
 
 
 def _kill(process: subprocess.Popen) -> None:

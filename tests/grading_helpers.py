@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import zipfile
+from dataclasses import dataclass
 from pathlib import Path
 
 from autograder.layout import OutputFolder
@@ -94,6 +95,19 @@ def released_notebooks(cache: Path, source: Path = FIXTURE_SOURCE) -> dict[str, 
     finally:
         pool.close()
     return {name: template.released / f"{template.notebooks[0]}.ipynb" for name, template in templates.items()}
+
+
+@dataclass(frozen=True)
+class ToyClass:
+    """The fixture course's templates, generated once a session (the ``toy_class`` fixture of tests/conftest.py).
+
+    cache: the generated templates, as an output folder's cache holds them: copy it (`OutputFolder.cache`), never
+        write in it.
+    released: assignment -> its released (student) notebook, in ``cache``.
+    """
+
+    cache: Path
+    released: dict[str, Path]
 
 
 def require_sandbox() -> None:

@@ -4,7 +4,8 @@ Used by the wrong-answer bank: hundreds of variants cannot each afford a kernel 
 cells (answers, and the given cells too) run in a stand-in for the kernel, one long-lived
 ``python -m autograder.served`` subprocess reset between notebooks; the test cells run here, in
 `autograder.test_cells.TrustedCells`, reaching the notebook's names through the channel
-(`autograder.remote`), exactly as the grader runs them. The scoring follows nbgrader's rule for
+(`autograder.remote`), exactly as the grader runs them: which cell is a test, given or the student's
+is the grader's own `autograder.test_cells.cell_kind`. The scoring follows nbgrader's rule for
 autograded test cells: a test cell earns its points when it raises nothing and nothing (its own
 output or the student code it called) writes to stderr. `tests/test_grading.py` checks that this
 agrees with a real `python -m autograder grade` on a sample of variants.
@@ -12,7 +13,6 @@ agrees with a real `python -m autograder grade` on a sample of variants.
 
 from __future__ import annotations
 
-import atexit
 import os
 import socket
 import subprocess
@@ -26,7 +26,7 @@ from autograder import measure
 from autograder.remote import Session, wait_for_connection
 from autograder.sandbox import MALLOC
 from autograder.secret import HIDDEN_KEY
-from autograder.test_cells import CellRun, TrustedCells, answer_names
+from autograder.test_cells import CellKind, CellRun, TrustedCells, answer_names, cell_kind
 from course.chapters import chapter
 from course.notebooks import code_cells
 
@@ -44,9 +44,12 @@ class TestCell:
 
 
 class StandIn:
-    """The stand-in kernel: a served subprocess and the connection to it."""
+    """The stand-in kernel: a served subprocess and the connection to it, started again when it broke."""
 
     def __init__(self) -> None:
+        self._start()
+
+    def _start(self) -> None:
         self.folder = tempfile.TemporaryDirectory(prefix="ag-bank-")
         path = str(Path(self.folder.name) / "s")
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -56,29 +59,25 @@ class StandIn:
         self.process = subprocess.Popen([sys.executable, "-m", "autograder.served", path], env=env)
         self.sock = wait_for_connection(listener, time.monotonic() + 60)
         listener.close()
+        self.last: Session | None = None
 
     def session(self) -> Session:
-        """A fresh trusted session on the same connection, the stand-in's namespace emptied."""
+        """A fresh trusted session on the same connection, the stand-in's namespace emptied; on a new stand-in
+        when the last session broke the connection or the process ended."""
+        if self.process.poll() is not None or (self.last is not None and self.last.broken):
+            self.close()
+            self._start()
         session = Session(CALL_SECONDS)
         session.attach(self.sock)
         session.request({"op": "reset"})
+        self.last = session
         return session
 
     def close(self) -> None:
+        self.sock.close()
         self.process.kill()
         self.process.wait()
         self.folder.cleanup()
-
-
-_stand_in: StandIn | None = None
-
-
-def _kernel() -> StandIn:
-    global _stand_in
-    if _stand_in is None or _stand_in.process.poll() is not None:
-        _stand_in = StandIn()
-        atexit.register(_stand_in.close)
-    return _stand_in
 
 
 def _failure(run: CellRun) -> str | None:
@@ -89,32 +88,32 @@ def _failure(run: CellRun) -> str | None:
     return None
 
 
-def run_notebook(assignment: str, replacements: dict[str, str] | None = None, hidden_key: str = "") -> list[TestCell]:
-    """Run the solution notebook top to bottom with cells replaced by grade_id; score its test cells. With a
-    ``hidden_key`` the hidden tests draw their inputs as `grade` does for a hand-in of that key
-    (`autograder.secret`); without one, from their fixed seeds, as in a plain kernel."""
-    global _stand_in
+def run_notebook(stand_in: StandIn, assignment: str, replacements: dict[str, str] | None = None,
+                 hidden_key: str = "") -> list[TestCell]:
+    """Run the solution notebook top to bottom in ``stand_in`` (the session's ``bank_kernel``, tests/conftest.py)
+    with cells replaced by grade_id; score its test cells. With a ``hidden_key`` the hidden
+    tests draw their inputs as `grade` does for a hand-in of that key (`autograder.secret`); without one, from
+    their fixed seeds, as in a plain kernel."""
     replacements = dict(replacements or {})
     cells = code_cells(chapter(assignment).solution)
     trusted = TrustedCells(answer_names([source for meta, source in cells if meta.get("solution")]),
                            namespace={"__name__": "__main__", HIDDEN_KEY: hidden_key})
-    stand_in = _kernel()
     session = stand_in.session()
     measure.TARGET.pid = stand_in.process.pid
     results = []
     for meta, source in cells:
         grade_id = meta.get("grade_id", "")
         source = replacements.pop(grade_id, source)
-        if meta.get("grade") and not meta.get("solution"):
+        kind = cell_kind(graded=bool(meta.get("grade")), solution=bool(meta.get("solution")),
+                         locked=bool(meta.get("locked")))
+        if kind is CellKind.TEST:
             run = trusted.run_test(source, grade_id, session)
-            if session.broken:
-                _stand_in = None  # a broken connection: the next notebook gets a new stand-in
             printed = {} if session.broken else session.request({"op": "output"})[0]
             run = CellRun(run.stdout + printed.get("stdout", ""), run.stderr + printed.get("stderr", ""), run.error)
             failure = _failure(run)
             results.append(TestCell(grade_id, float(meta.get("points", 0)), failure is None, failure or ""))
             continue
-        if meta.get("locked"):
+        if kind is CellKind.GIVEN:
             trusted.run_given(source, grade_id)
         if not session.broken:
             session.request({"op": "exec"}, source)

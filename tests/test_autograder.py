@@ -15,7 +15,7 @@ import pytest
 from autograder.layout import OutputFolder
 from autograder.safe_html import CSP_META
 from tests.grading_helpers import (FIXTURE_SOURCE, HIDDEN_MARKER, ROOT, SCORES_BY_STUDENT, grade_cli, read_grades,
-                                   released_notebooks, solution_sources, student_notebook, write_submission, write_zip)
+                                   solution_sources, student_notebook, write_submission, write_zip)
 
 pytestmark = pytest.mark.slow
 
@@ -32,11 +32,11 @@ def _class(folder: Path, released: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def first_run(tmp_path_factory):
+def first_run(tmp_path_factory, toy_class):
     root = tmp_path_factory.mktemp("autograder")
-    released = released_notebooks(root / "templates")["toy"]
+    released = toy_class.released["toy"]
     submissions, out = root / "submissions", root / "out"
-    shutil.copytree(root / "templates", OutputFolder(out).cache)
+    shutil.copytree(toy_class.cache, OutputFolder(out).cache)
     _class(submissions, released)
     done = grade_cli(submissions, "--out", out, *OPTIONS[2:], "--jobs", "2")
     return {"root": root, "released": released, "submissions": submissions, "out": out, "done": done}

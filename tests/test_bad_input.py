@@ -24,7 +24,7 @@ import pytest
 
 from autograder.layout import OutputFolder
 from autograder.sandbox import SOCKET_LINKS
-from tests.grading_helpers import (FIXTURE_SOURCE, ROOT, grade_cli, read_grades, released_notebooks, require_sandbox,
+from tests.grading_helpers import (FIXTURE_SOURCE, ROOT, grade_cli, read_grades, require_sandbox,
                                    solution_sources, student_notebook)
 
 pytestmark = [pytest.mark.slow, pytest.mark.sandbox]
@@ -46,10 +46,10 @@ def _notebook(released: Path, **answers: str) -> bytes:
 
 
 @pytest.fixture(scope="module")
-def graded(tmp_path_factory):
+def graded(tmp_path_factory, toy_class):
     require_sandbox()
     root = tmp_path_factory.mktemp("bad-input")
-    released = released_notebooks(root / "templates")["toy"]
+    released = toy_class.released["toy"]
     good = _notebook(released)
     wrong = _notebook(released, add="def add(a, b):\n    return a - b")
     members = {f"class/{student}/toy/toy.ipynb": good

@@ -7,11 +7,13 @@ import pytest
 from tests import bank
 from course.chapters import chapter
 from course.notebooks import code_cells, solution_sources
-from tests.harness import run_notebook, score
+from tests.harness import StandIn, run_notebook, score
 
 MODULES = bank.modules()
-# The fast tier (`make test-fast`) runs the first answers of each graded function, the whole bank runs in
-# `make test`: a chapter's answers cost up to 2 s each, and the bank holds hundreds.
+# The fast tier (`make test-fast`) runs a sample of each chapter's answers that does not grow with the bank:
+# FAST_WRONG wrong and FAST_RIGHT right ones, each the first answer of another graded function, the functions
+# taken in turn from one that moves on with the chapter's number. `make test` runs every answer: each costs a
+# whole notebook run (up to seconds), and the bank holds hundreds.
 FAST_WRONG, FAST_RIGHT = 2, 1
 
 
@@ -20,27 +22,38 @@ def _id(case: tuple[str, bank.Answer]) -> str:
     return f"{assignment}:{answer.cell}:{answer.mistake}"
 
 
-def _cases(kind: str, fast: int) -> list:
-    """Every answer of the bank's ``kind`` list (WRONG or RIGHT), each one past the first ``fast`` of its
-    function marked slow."""
-    cases, seen = [], {}
+def _sample(answers: list[bank.Answer], count: int, start: int) -> set[int]:
+    """Indices into ``answers`` of the fast sample: the first answer of each of ``count`` graded functions (in the
+    order the answers first name them), taken in turn from the ``start``-th, modulo their number."""
+    firsts: dict[str, int] = {}
+    for index, answer in enumerate(answers):
+        firsts.setdefault(answer.cell, index)
+    cells = list(firsts)
+    return {firsts[cells[(start + k) % len(cells)]] for k in range(min(count, len(cells)))}
+
+
+def _cases(kind: str) -> list:
+    """Every answer of the bank's ``kind`` list (WRONG or RIGHT), those outside the chapter's fast sample marked
+    slow. The right answers' sample starts past the wrong ones', so that it tries other functions."""
+    count, offset = (FAST_WRONG, 0) if kind == "WRONG" else (FAST_RIGHT, FAST_WRONG)
+    cases = []
     for module in MODULES:
-        for answer in getattr(module, kind):
-            key = (module.ASSIGNMENT, answer.cell)
-            seen[key] = seen.get(key, 0) + 1
-            marks = [] if seen[key] <= fast else [pytest.mark.slow]
+        answers = getattr(module, kind)
+        fast = _sample(answers, count, int(module.ASSIGNMENT.split("_")[0]) + offset)
+        for index, answer in enumerate(answers):
+            marks = [] if index in fast else [pytest.mark.slow]
             cases.append(pytest.param((module.ASSIGNMENT, answer), marks=marks, id=_id((module.ASSIGNMENT, answer))))
     return cases
 
 
-WRONG = _cases("WRONG", FAST_WRONG)
-RIGHT = _cases("RIGHT", FAST_RIGHT)
+WRONG = _cases("WRONG")
+RIGHT = _cases("RIGHT")
 
 
 @pytest.mark.parametrize("case", WRONG)
-def test_wrong_answer_loses_points(case: tuple[str, bank.Answer]) -> None:
+def test_wrong_answer_loses_points(bank_kernel: StandIn, case: tuple[str, bank.Answer]) -> None:
     assignment, answer = case
-    results = run_notebook(assignment, {answer.cell: answer.source})
+    results = run_notebook(bank_kernel, assignment, {answer.cell: answer.source})
     earned, possible = score(results)
     assert earned < possible, f"the wrong answer '{answer.mistake}' for {answer.cell} kept full marks"
     messages = "\n".join(r.message for r in results if not r.passed)
@@ -49,9 +62,9 @@ def test_wrong_answer_loses_points(case: tuple[str, bank.Answer]) -> None:
 
 
 @pytest.mark.parametrize("case", RIGHT)
-def test_right_answer_keeps_full_marks(case: tuple[str, bank.Answer]) -> None:
+def test_right_answer_keeps_full_marks(bank_kernel: StandIn, case: tuple[str, bank.Answer]) -> None:
     assignment, answer = case
-    results = run_notebook(assignment, {answer.cell: answer.source})
+    results = run_notebook(bank_kernel, assignment, {answer.cell: answer.source})
     failed = [f"{r.grade_id}: {r.message}" for r in results if not r.passed]
     assert not failed, f"the correct answer '{answer.mistake}' for {answer.cell} lost points:\n" + "\n".join(failed)
 
@@ -68,14 +81,14 @@ def test_bank_covers_every_graded_function(module) -> None:
 
 
 @pytest.mark.parametrize("module", MODULES, ids=lambda m: m.ASSIGNMENT)
-def test_reference_solution_passes_every_test_in_process(module) -> None:
-    results = run_notebook(module.ASSIGNMENT)
+def test_reference_solution_passes_every_test_in_process(bank_kernel: StandIn, module) -> None:
+    results = run_notebook(bank_kernel, module.ASSIGNMENT)
     earned, possible = score(results)
     assert possible > 0 and earned == possible, [r for r in results if not r.passed]
 
 
 @pytest.mark.parametrize("module", MODULES, ids=lambda m: m.ASSIGNMENT)
-def test_blank_student_notebook_scores_zero_on_every_test(module) -> None:
+def test_blank_student_notebook_scores_zero_on_every_test(bank_kernel: StandIn, module) -> None:
     stubs = solution_sources(chapter(module.ASSIGNMENT).exercise)
-    passed = [r.grade_id for r in run_notebook(module.ASSIGNMENT, stubs) if r.passed]
+    passed = [r.grade_id for r in run_notebook(bank_kernel, module.ASSIGNMENT, stubs) if r.passed]
     assert not passed, f"these test cells give points to a blank notebook: {passed}"

@@ -5,7 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.browser import chromium, inspect_pages
+
+pytestmark = pytest.mark.slow  # each test starts headless Chromium; tests/test_book.py, whose check this tests, is slow
 
 _BAD_PAGE = """<!DOCTYPE html>
 <html><head><script src="https://cdn.example.org/mathjax.js"></script></head>

@@ -85,13 +85,6 @@ def hang():
 '''
 
 
-@pytest.fixture(scope="module")
-def stand_in():
-    kernel = StandIn()
-    yield kernel
-    kernel.close()
-
-
 @pytest.fixture()
 def names(stand_in):
     session = stand_in.session()
@@ -235,6 +228,7 @@ def test_exceptions_keep_their_builtin_type_and_message(names) -> None:
     assert names["missing"].type_name == "NameError"
 
 
+@pytest.mark.slow  # a stand-in kernel of its own, and a call left to time out
 def test_a_kernel_that_hangs_breaks_the_session_not_the_harness() -> None:
     kernel = StandIn()
     try:

@@ -16,7 +16,7 @@ import pytest
 from autograder.layout import OutputFolder
 from autograder.state import stored_results
 from tests.cluster_local import LocalCluster
-from tests.grading_helpers import (FIXTURE_SOURCE, ROOT, grade_cli, read_grades, released_notebooks, solution_sources,
+from tests.grading_helpers import (FIXTURE_SOURCE, ROOT, grade_cli, read_grades, solution_sources,
                                    student_notebook, write_submission)
 
 pytestmark = pytest.mark.slow
@@ -34,21 +34,21 @@ def cluster(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def classroom(tmp_path_factory):
+def classroom(tmp_path_factory, toy_class):
     """Three students (full marks, a wrong mean, a blank notebook) and the generated templates."""
     root = tmp_path_factory.mktemp("classroom")
-    released = released_notebooks(root / "templates")["toy"]
+    released = toy_class.released["toy"]
     submissions = root / "submissions"
     write_submission(submissions, "ada", "toy", student_notebook(released, REFERENCE))
     write_submission(submissions, "b.rown-2", "toy", student_notebook(released, {**REFERENCE, "mean": WRONG_MEAN}))
     write_submission(submissions, "cy", "toy", student_notebook(released, {}))
-    return {"root": root, "released": released, "submissions": submissions}
+    return {"root": root, "released": released, "submissions": submissions, "templates": toy_class.cache}
 
 
 def _out(classroom: dict, name: str) -> Path:
     """A fresh output folder that starts with the generated templates (as a second run would)."""
     out = classroom["root"] / name
-    shutil.copytree(classroom["root"] / "templates", OutputFolder(out).cache)
+    shutil.copytree(classroom["templates"], OutputFolder(out).cache)
     return out
 
 

@@ -319,6 +319,7 @@ def _title_in_chromium(page: str, folder: Path) -> str:
     return re.search(r"<title>(.*?)</title>", dom, re.DOTALL).group(1)
 
 
+@pytest.mark.slow  # starts headless Chromium twice
 @pytest.mark.skipif(shutil.which("chromium") is None,
                     reason="Debian's chromium is not installed (.ci/run does not install it): this test opens a "
                            "feedback page in a real browser to show a planted script does not run")

@@ -18,7 +18,7 @@ from tests import bank
 from course.chapters import chapter, slugs
 from course.notebooks import solution_sources, student_notebook
 from tests.grading_helpers import grade_cli, read_grades, write_submission
-from tests.harness import run_notebook
+from tests.harness import StandIn, run_notebook
 
 pytestmark = [pytest.mark.slow, pytest.mark.sandbox]
 
@@ -74,10 +74,11 @@ def test_reference_gets_full_marks_and_blank_gets_zero(graded, assignment: str) 
 
 
 @pytest.mark.parametrize("assignment", [a for a in ASSIGNMENTS if a in BANK])
-def test_autograder_agrees_with_the_harness(graded, assignment: str) -> None:
+def test_autograder_agrees_with_the_harness(graded, bank_kernel: StandIn, assignment: str) -> None:
     answer = _sampled_wrong_answer(assignment)
     key = _hand_in_key(graded, f"bank-{assignment}", assignment)
-    harness = {cell.grade_id: cell.passed for cell in run_notebook(assignment, {answer.cell: answer.source}, key)}
+    harness = {cell.grade_id: cell.passed
+               for cell in run_notebook(bank_kernel, assignment, {answer.cell: answer.source}, key)}
     cells = stored_results(OutputFolder(graded["out"]), assignment)[f"bank-{assignment}"].cells
     real = {cell.grade_id: cell.passed for cell in cells}
     assert real == harness, f"{answer.mistake}: autograder {real} vs harness {harness}"

@@ -19,7 +19,7 @@ from autograder.test_cells import TrustedCells
 from course.chapters import chapter, chapters
 from course.notebooks import code_cells, solution_sources, student_notebook
 from tests.grading_helpers import InstantPool, NoGradebook, grade_cli, read_grades, write_submission
-from tests.harness import run_notebook, score
+from tests.harness import StandIn, run_notebook, score
 
 CH1 = chapter("01_similarity")
 CH1_MAX = "10"  # chapter 1's points, as grades.csv writes them
@@ -148,11 +148,16 @@ def test_every_hidden_test_seeds_through_hidden_seed() -> None:
     assert sum("hidden_seed(" in source for _, _, source in _hidden_sources()) >= 30
 
 
-@pytest.mark.parametrize("slug", [each.slug for each in chapters()])
-def test_references_keep_full_marks_under_a_hand_ins_seeds(slug: str) -> None:
+# The fast tier tries chapter 1 (NumPy) and chapter 3 (torch), `make test` every chapter: each costs two notebook runs.
+FAST_SEEDED = ("01_similarity", "03_multi_head")
+
+
+@pytest.mark.parametrize("slug", [pytest.param(each.slug, marks=[] if each.slug in FAST_SEEDED else pytest.mark.slow)
+                                  for each in chapters()])
+def test_references_keep_full_marks_under_a_hand_ins_seeds(bank_kernel: StandIn, slug: str) -> None:
     """The right answer passes whatever the secret: here under two keys, and under the fixed seeds."""
     for key in ("5e" * 32, "a1" * 32):
-        results = run_notebook(slug, hidden_key=key)
+        results = run_notebook(bank_kernel, slug, hidden_key=key)
         earned, possible = score(results)
         assert earned == possible, [f"{r.grade_id}: {r.message}" for r in results if not r.passed]
 
@@ -192,6 +197,7 @@ def _arguments(out: Path, student: str) -> tuple[str, list[str]]:
     return read_grades(out)[(student, CH1.slug)]["score"], re.findall(r"ARGUMENT (\[[^\]]*\])", page)
 
 
+@pytest.mark.slow
 def test_grade_draws_hidden_inputs_per_hand_in_and_the_secret_never_reaches_the_kernel(tmp_path: Path) -> None:
     """Another student, a resubmission and another output folder get other hidden inputs, which a later cell can
     print; a rerun gets the same inputs and grade; the secret (0600) is neither readable by nor given to the kernel."""

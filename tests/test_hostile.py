@@ -20,7 +20,7 @@ import pytest
 from tests import sandbox_attacks as attacks
 from autograder.layout import OutputFolder
 from autograder.state import stored_results
-from tests.grading_helpers import (FIXTURE_SOURCE, HIDDEN_MARKER, grade_cli, read_grades, released_notebooks,
+from tests.grading_helpers import (FIXTURE_SOURCE, HIDDEN_MARKER, grade_cli, read_grades,
                                    require_sandbox, solution_sources, student_notebook, write_submission)
 
 
@@ -224,12 +224,12 @@ def _snapshot(folder: Path) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def graded_class(tmp_path_factory):
+def graded_class(tmp_path_factory, toy_class):
     require_sandbox()
     root = tmp_path_factory.mktemp("hostile")
-    released = released_notebooks(root / "templates")
+    released = toy_class.released
     submissions, out, home, private = root / "submissions", root / "out", root / "home", root / "root-only"
-    shutil.copytree(root / "templates", OutputFolder(out).cache)
+    shutil.copytree(toy_class.cache, OutputFolder(out).cache)
     machine = {"home_secret": str(home / "secret.txt"), "root_secret": str(private / "secret.txt"),
                "victim_secret": attacks.secret(), "out": out, "secrets": [attacks.secret(), attacks.secret()]}
     home.mkdir()

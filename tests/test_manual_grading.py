@@ -61,6 +61,7 @@ def _grade(out: OutputFolder, grade_id: str):
         return grade.auto_score, grade.manual_score, grade.needs_manual_grade
 
 
+@pytest.mark.slow  # the fixture grades the class
 def test_a_manual_cell_is_left_for_manual_grading(manual) -> None:
     out, first = manual["out"], manual["first"]
     assert first.returncode == 0, first.stderr
@@ -75,6 +76,7 @@ def test_a_manual_cell_is_left_for_manual_grading(manual) -> None:
     assert "pending" in out.report.read_text()
 
 
+@pytest.mark.slow  # the fixture grades the class
 def test_formgrader_finds_the_submission_in_the_output_folder(manual) -> None:
     """nbgrader's formgrader opens `autograded/<student>/<assignment>/<notebook>.ipynb` under the course root of
     the config it reads: the one grade writes into the output folder."""
@@ -92,6 +94,7 @@ def test_formgrader_finds_the_submission_in_the_output_folder(manual) -> None:
     assert coursedir.db_url == f"sqlite:///{out.gradebook}"
 
 
+@pytest.mark.slow  # the fixture grades the class
 def test_manual_points_given_through_the_gradebook_api_reach_grades_csv(manual) -> None:
     from nbgrader.api import Gradebook
 

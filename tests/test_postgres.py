@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from autograder.layout import OutputFolder
-from tests.grading_helpers import (FIXTURE_SOURCE, SCORES_BY_STUDENT, grade_cli, read_grades, released_notebooks,
+from tests.grading_helpers import (FIXTURE_SOURCE, SCORES_BY_STUDENT, grade_cli, read_grades,
                                    solution_sources, student_notebook, write_submission)
 
 pytestmark = pytest.mark.slow
@@ -77,13 +77,13 @@ def postgres_url():
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def test_grading_into_postgresql(postgres_url, tmp_path) -> None:
+def test_grading_into_postgresql(postgres_url, tmp_path, toy_class) -> None:
     import psycopg2
 
-    released = released_notebooks(tmp_path / "templates")["toy"]
+    released = toy_class.released["toy"]
     reference = solution_sources(FIXTURE_SOURCE / "toy" / "toy.ipynb")
     submissions, out = tmp_path / "submissions", tmp_path / "out"
-    shutil.copytree(tmp_path / "templates", OutputFolder(out).cache)
+    shutil.copytree(toy_class.cache, OutputFolder(out).cache)
     write_submission(submissions, "ada", "toy", student_notebook(released, reference))
     write_submission(submissions, "bo", "toy", student_notebook(released, {}))
     options = ("--out", out, "--db", postgres_url, "--jobs", "2", "--source", FIXTURE_SOURCE, "--quiet")

@@ -34,9 +34,9 @@ from autograder.sandbox import command, environment, new_channel, prepare_home
 from autograder.trusted_execute import SOCKET_UMASK
 from autograder.warm import Zygote, ZygoteClient
 from tests import sandbox_attacks as attacks
-from tests.grading_helpers import (read_grades, released_notebooks, require_sandbox, student_notebook,
+from tests.grading_helpers import (read_grades, require_sandbox, student_notebook,
                                    write_submission)
-from tests.test_sandbox import UID, _course_copy, _give, unprivileged_python
+from tests.unprivileged import course_copy, give, unprivileged_folder, unprivileged_python
 
 RACERS = ("racer-1", "racer-2", "racer-3")
 
@@ -139,9 +139,9 @@ def _fingerprint(paths: list[Path]) -> dict[str, tuple[int, str]]:
     return {str(p): (p.stat().st_mode & 0o7777, hashlib.sha256(p.read_bytes()).hexdigest()) for p in paths}
 
 
-def _class(base: Path, targets: list[Path]) -> Path:
-    """The submissions: three racers, the swapper, the FIFO and an honest student."""
-    released = released_notebooks(base / "templates")["toy"]
+def _class(base: Path, released: Path, targets: list[Path]) -> Path:
+    """The submissions (of the toy notebook ``released``): three racers, the swapper, the FIFO and an honest
+    student."""
     submissions = base / "submissions"
     racer = attacks.attack(START_RACER.format(races=RACES, targets=[str(t) for t in targets]))
     answers = {**dict.fromkeys(RACERS, racer), "fifo": attacks.attack(FIFO), "honest": attacks.ADD, "swapper": SWAPS}
@@ -152,36 +152,32 @@ def _class(base: Path, targets: list[Path]) -> Path:
 
 @pytest.fixture(scope="module", params=[pytest.param((user, mode), id=f"{user}-{mode}") for user in ("root", "uid65534")
                         for mode in ("warm", "cold")])
-def raced(request):
+def raced(request, toy_class):
     if os.geteuid() != 0:
         pytest.skip("needs root: the canary is root's, and the unprivileged run becomes uid 65534")
     user, mode = request.param
-    base = Path(tempfile.mkdtemp(prefix="autograder-races-"))
-    base.chmod(0o755)
-    try:
-        copy = _course_copy(base / "course")
+    with unprivileged_folder("autograder-races-") as base:
+        copy = course_copy(base / "course")
         canary = base / "private" / "canary.txt"
         canary.parent.mkdir()
         canary.write_text(attacks.secret())
         course_files = [copy / "source" / "toy" / "toy.ipynb", copy / "autograder" / "__init__.py"]
         targets = [canary, *course_files]
-        submissions = _class(base, targets)
+        submissions = _class(base, toy_class.released["toy"], targets)
         out = base / "out"
         args = [str(submissions), "--out", str(out), "--source", str(copy / "source"), "--jobs", "2", "--quiet",
                 "--cell-timeout", "15", "--timeout", "45", *(["--cold"] if mode == "cold" else [])]
         env = {"HOME": str(base), "PATH": os.environ["PATH"], "LANG": "C.UTF-8", "PYTHONPATH": str(copy)}
         if user == "root":
-            python = [sys.executable]
+            python: tuple[str, ...] = (sys.executable,)
         else:
             python = unprivileged_python()
-            _give(base, UID)
+            give(base)
         canary.chmod(0o600)
         before = _fingerprint(targets)
         done = subprocess.run([*python, "-m", "autograder", "grade", *args], cwd=copy, env=env, capture_output=True,
                               text=True, timeout=900)
         yield {"done": done, "out": out, "before": before, "after": _fingerprint(targets)}
-    finally:
-        shutil.rmtree(base, ignore_errors=True)
 
 
 @pytest.mark.slow

@@ -74,6 +74,7 @@ def test_the_registry_rejects_chapters_out_of_order(tmp_path: Path) -> None:
         read_registry(registry)
 
 
+@pytest.mark.slow  # a copy of the checkout and `python -m course new` in subprocesses
 def test_new_chapter_is_scaffolded_and_registered_everywhere(tmp_path: Path) -> None:
     copy = tmp_path / "course"
     shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns(".venv", ".git", "_build", "*.db", "__pycache__"))
@@ -101,6 +102,7 @@ def test_new_chapter_is_scaffolded_and_registered_everywhere(tmp_path: Path) -> 
     assert again.returncode != 0 and "already exists" in again.stderr
 
 
+@pytest.mark.slow  # a copy of the checkout and `python -m course new` in subprocesses
 def test_new_chapter_takes_a_quoted_list_of_functions_and_rejects_names_that_are_not_python(tmp_path: Path) -> None:
     copy = tmp_path / "course"
     shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns(".venv", ".git", "_build", "*.db", "__pycache__"))

@@ -18,8 +18,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
-from pathlib import Path
 
 import pytest
 
@@ -30,6 +28,7 @@ from course.chapters import chapter, chapters
 from course.notebooks import solution_sources
 from tests.bank.ch11_sparse import SDPA_TOPK
 from tests.grading_helpers import grade_cli, read_grades, released_notebooks, student_notebook, write_submission
+from tests.unprivileged import course_copy, give, unprivileged_folder, unprivileged_python
 
 FUSED = rules.parse("fused_attention")
 
@@ -218,19 +217,13 @@ print(done.returncode, done.stdout.strip(), done.stderr.strip()[-500:])
 @pytest.mark.root
 @pytest.mark.sandbox
 def test_a_numpy_chapter_kernel_of_an_unprivileged_instructor_cannot_import_torch(tmp_path) -> None:
-    from tests.test_sandbox import UID, _course_copy, _give, unprivileged_python
-
     if os.geteuid() != 0:
         pytest.skip("needs root to become an unprivileged user")
-    base = Path(tempfile.mkdtemp(prefix="autograder-no-torch-"))
-    base.chmod(0o755)
-    try:
-        copy = _course_copy(base / "course")
+    with unprivileged_folder("autograder-no-torch-") as base:
+        copy = course_copy(base / "course")
         (base / "home").mkdir()
-        _give(base, UID)
+        give(base)
         done = subprocess.run([*unprivileged_python(), "-c", NO_TORCH, str(base / "home")], cwd=copy, text=True,
                               capture_output=True, timeout=300, env={"PATH": os.environ["PATH"], "PYTHONPATH": str(copy)})
         assert done.returncode == 0, done.stderr[-2000:]
         assert done.stdout.strip() == "0 No module named 'torch'", done.stdout
-    finally:
-        shutil.rmtree(base, ignore_errors=True)

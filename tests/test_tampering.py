@@ -2,7 +2,7 @@
 
 Every trick of the tampering bank (tests/tampering.py) is handed in appended to a blank notebook (alone) and
 to a partly right one (with the other tricks of its group), next to the same notebooks without tricks; the
-class is graded once by root and once by an unprivileged instructor (uid 65534, tests/test_sandbox.py's
+class is graded once by root and once by an unprivileged instructor (uid 65534, tests/unprivileged.py's
 `unprivileged_python`), through ``python -m autograder grade`` only. For each tricked student: the score is
 no more than the notebook's without tricks, and a blank notebook with a trick scores 0. No hidden test's
 text reaches the feedback, grades.csv, the report, the stored results or the logs, in any encoding the
@@ -17,7 +17,6 @@ import os
 import re
 import shutil
 import subprocess
-import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,7 +30,7 @@ from course.notebooks import code_cells
 from tests.grading_helpers import grade_cli, read_grades, released_notebooks, require_sandbox, student_notebook, \
     write_submission
 from tests.tampering import HIDDEN_MARKERS, HONEST, SCRIPT_MARKER, Student, encodings, students
-from tests.test_sandbox import UID, unprivileged_python
+from tests.unprivileged import course_copy, grade_as_unprivileged, unprivileged_folder
 
 AS_ROOT = "the class is graded by root and by an unprivileged user that root becomes"
 pytestmark = [pytest.mark.slow, pytest.mark.root, pytest.mark.sandbox,
@@ -95,28 +94,15 @@ def _by_root(root: Path, templates: Path) -> GradedClass:
 
 
 def _by_unprivileged(templates: Path) -> Iterator[GradedClass]:
-    """The class graded by uid `UID` from its own copy of the course, under a folder root made for it."""
-    command = unprivileged_python()
-    base = Path(tempfile.mkdtemp(prefix="autograder-tampering-"))
-    try:
-        base.chmod(0o755)
-        copy = base / "course"
-        for package in ("autograder", "course"):
-            shutil.copytree(ROOT / package, copy / package, ignore=shutil.ignore_patterns("__pycache__"))
+    """The class graded by uid 65534 from its own copy of the course, under a folder root made for it."""
+    with unprivileged_folder("autograder-tampering-") as base:
+        copy = course_copy(base / "course", toy=False)
         released = released_notebooks(templates, _chapters(copy / "source"))
-        submissions, out, home = base / "submissions", base / "out", base / "home"
+        submissions, out = base / "submissions", base / "out"
         shutil.copytree(templates, OutputFolder(out).cache)
         _write_class(submissions, released)
-        home.mkdir()
-        for path in [base, *base.rglob("*")]:
-            os.chown(path, UID, UID, follow_symlinks=False)
-        env = {"HOME": str(home), "PATH": os.environ["PATH"], "LANG": "C.UTF-8", "PYTHONPATH": str(copy)}
-        done = subprocess.run([*command, "-m", "autograder", "grade", str(submissions), "--out", str(out),
-                               "--source", str(copy / "source"), *LIMITS], cwd=copy, env=env, capture_output=True,
-                              text=True, timeout=900)
+        done = grade_as_unprivileged(base, submissions, out, "--source", copy / "source", *LIMITS)
         yield GradedClass(done, out, _scores(out) if OutputFolder(out).grades.exists() else {})
-    finally:
-        shutil.rmtree(base, ignore_errors=True)
 
 
 @pytest.fixture(scope="module", params=["root", "unprivileged"])

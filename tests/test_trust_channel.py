@@ -21,7 +21,6 @@ from autograder.channel import ChannelError, Frame, Ref, recv_frame, send_frame
 from autograder.handles import RemoteObject, _class_of
 from autograder.remote import Session
 from autograder.tensors import TrustedStorages
-from tests.harness import StandIn
 
 STUDENT = '''
 import numpy as np, torch, torch.nn as nn
@@ -69,13 +68,6 @@ def tiny():
 '''
 NAMES = ["zero_the_generator", "seeded_layer", "zero_inputs", "reshape_in_place", "poser", "module_poser",
          "missing_file", "times_out", "tiny"]
-
-
-@pytest.fixture(scope="module")
-def stand_in():
-    kernel = StandIn()
-    yield kernel
-    kernel.close()
 
 
 @pytest.fixture()

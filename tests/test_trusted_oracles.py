@@ -20,7 +20,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,7 +30,7 @@ from autograder.layout import OutputFolder
 from course import ROOT
 from tests.grading_helpers import grade_cli, read_grades, released_notebooks, require_sandbox, student_notebook, \
     write_submission
-from tests.test_sandbox import UID, unprivileged_python
+from tests.unprivileged import course_copy, grade_as_unprivileged, unprivileged_folder
 
 pytestmark = [pytest.mark.slow, pytest.mark.root, pytest.mark.sandbox,
               pytest.mark.skipif(os.geteuid() != 0, reason="graded by root and by an unprivileged user root becomes")]
@@ -164,26 +163,13 @@ def _by_root(base: Path, *options: str) -> Graded:
 
 
 def _by_unprivileged() -> Iterator[Graded]:
-    command = unprivileged_python()
-    base = Path(tempfile.mkdtemp(prefix="autograder-oracles-"))
-    try:
-        base.chmod(0o755)
-        copy = base / "course"
-        for package in ("autograder", "course"):
-            shutil.copytree(ROOT / package, copy / package, ignore=shutil.ignore_patterns("__pycache__"))
-        submissions, out, home, templates = base / "submissions", base / "out", base / "home", base / "templates"
+    with unprivileged_folder("autograder-oracles-") as base:
+        copy = course_copy(base / "course", toy=False)
+        submissions, out, templates = base / "submissions", base / "out", base / "templates"
         _write_class(submissions, copy / "source", templates / "cache")
         shutil.copytree(templates / "cache", OutputFolder(out).cache)
-        home.mkdir()
-        for path in [base, *base.rglob("*")]:
-            os.chown(path, UID, UID, follow_symlinks=False)
-        env = {"HOME": str(home), "PATH": os.environ["PATH"], "LANG": "C.UTF-8", "PYTHONPATH": str(copy)}
-        done = subprocess.run([*command, "-m", "autograder", "grade", str(submissions), "--out", str(out),
-                               "--source", str(copy / "source"), *LIMITS], cwd=copy, env=env, capture_output=True,
-                              text=True, timeout=900)
+        done = grade_as_unprivileged(base, submissions, out, "--source", copy / "source", *LIMITS)
         yield Graded(done, _scores(out))
-    finally:
-        shutil.rmtree(base, ignore_errors=True)
 
 
 @pytest.fixture(scope="module", params=["root", "root-cold", "unprivileged"])

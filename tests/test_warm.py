@@ -3,7 +3,7 @@ zygote at the same time cannot see, signal, trace or touch each other, the zygot
 one reaches the next; none holds a privilege or a network; a kill or the zygote's close leaves nothing.
 
 tests/warm_probes.py runs the scenario once per user and returns what each probe saw: as the user who runs
-the tests (root here) in this process, and as uid 65534 (tests/test_sandbox.py's `unprivileged_python`) from
+the tests (root here) in this process, and as uid 65534 (tests/unprivileged.py's `unprivileged_python`) from
 a copy of the course that user can read. Every test below judges both runs.
 """
 
@@ -13,7 +13,6 @@ import json
 import os
 import shutil
 import subprocess
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,7 +20,7 @@ import pytest
 
 from tests import sandbox_attacks as attacks
 from tests import warm_probes
-from tests.test_sandbox import UID, _course_copy, _give, unprivileged_python
+from tests.unprivileged import UID, course_copy, give, unprivileged_folder, unprivileged_python
 from tests.warm_probes import Verdict
 
 AS_UID = "uid 65534"
@@ -37,18 +36,14 @@ class Run:
 
 def _as_unprivileged(host: str, port: int) -> Verdict:
     """The scenario run by uid `UID` from its own copy of the course and of tests/warm_probes.py."""
-    base = Path(tempfile.mkdtemp(prefix="autograder-warm-"))
-    base.chmod(0o755)
-    try:
-        copy = _course_copy(base / "course")
+    with unprivileged_folder("autograder-warm-") as base:
+        copy = course_copy(base / "course")
         script = shutil.copy(Path(warm_probes.__file__), base / "warm_probes.py")
-        _give(base, UID)
+        give(base)
         done = subprocess.run([*unprivileged_python(), script, host, str(port)], cwd=copy, capture_output=True,
                               text=True, timeout=300, env={"PATH": os.environ["PATH"], "PYTHONPATH": str(copy)})
         assert done.returncode == 0, done.stderr[-3000:]
         return Verdict.from_json(done.stdout.strip().splitlines()[-1])
-    finally:
-        shutil.rmtree(base, ignore_errors=True)
 
 
 @pytest.fixture(scope="module", params=[pytest.param("this user", marks=pytest.mark.sandbox),
