@@ -28,7 +28,7 @@ from autograder.sandbox import command, environment, prepare_home
 from tests import sandbox_attacks as attacks
 from tests.grading_helpers import (read_grades, released_notebooks, require_sandbox, student_notebook,
                                    write_submission)
-from tests.test_sandbox import UID, _course_copy, _give, unprivileged_python
+from tests.unprivileged import course_copy, give, unprivileged_python
 
 MiB = 2**20
 DISK_MIB = 32
@@ -122,7 +122,7 @@ def graded(request):
     base = Path(tempfile.mkdtemp(prefix="autograder-disk-"))
     base.chmod(0o755)
     try:
-        copy = _course_copy(base / "course")
+        copy = course_copy(base / "course")
         submissions = _class(base)
         out = base / "out"
         args = [str(submissions), "--out", str(out), "--source", str(copy / "source"), "--jobs", "2", "--quiet",
@@ -130,7 +130,7 @@ def graded(request):
         env = {"HOME": str(base), "PATH": os.environ["PATH"], "LANG": "C.UTF-8", "PYTHONPATH": str(copy)}
         python = [sys.executable] if user == "root" else unprivileged_python()
         if user != "root":
-            _give(base, UID)
+            give(base)
         done = subprocess.run([*python, "-m", "autograder", "grade", *args], cwd=copy, env=env, capture_output=True,
                               text=True, timeout=900)
         started = "warm start: each kernel" if mode == "warm" else "cold start (--cold)"
