@@ -232,7 +232,8 @@ WRONG += [
 
 WRONG += [
     mutant(ASSIGNMENT, "tiled_attention", "the tile's max taken before the causal mask: masked keys with huge scores "
-           "underflow the visible ones", ("tile_max = tile.max(axis=-1)", "tile_max = (q_tile @ np.swapaxes(K[..., k0:k1, :], -1, -2)).max(axis=-1)")),
+           "underflow the visible ones", ("tile_max = tile.max(axis=-1)", "tile_max = (q_tile @ np.swapaxes(K[..., k0:k1, :], -1, -2)).max(axis=-1)"),
+           message="max taken before the causal mask"),
 ]
 
 # Issue 34: numbers extreme enough, every stated rule, the message that names the mistake.
@@ -264,7 +265,7 @@ WRONG += [
            ("dtype = np.result_type(Q, K, V, np.float32)", "dtype = np.float32"), message="for float64 inputs"),
     mutant(ASSIGNMENT, "tiled_attention", "causal skip decided by the block's first query: later queries lose keys",
            ("last_key = min(n_k, q1 + shift) if causal else n_k", "last_key = min(n_k, q0 + 1 + shift) if causal else n_k"),
-           message="output"),
+           message="key blocks skipped too early"),
     mutant(ASSIGNMENT, "tiled_attention", "lse 0 for a query that sees no key",
            ("lse = np.full(batch + (n_q,), -np.inf, dtype=dtype)", "lse = np.zeros(batch + (n_q,), dtype=dtype)"),
            message="must be -inf"),
