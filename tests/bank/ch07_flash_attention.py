@@ -283,3 +283,9 @@ RIGHT += [
            ("np.add(m, np.log(l, out=np.full_like(l, -np.inf), where=seen), out=lse[..., q0:q1], where=seen)",
             "lse[..., q0:q1] = np.where(seen, m, -np.inf) + np.log(np.where(seen, l, 1.0))")),
 ]
+
+WRONG += [
+    mutant(ASSIGNMENT, "tiled_attention", "scales the caller's Q in place, one query tile at a time",
+           ("q_tile = Q[..., q0:q1, :] / np.sqrt(Q.shape[-1])",
+            "Q[..., q0:q1, :] /= np.sqrt(Q.shape[-1])\n        q_tile = Q[..., q0:q1, :]"), message="in place"),
+]
