@@ -289,3 +289,12 @@ WRONG += [
            ("q_tile = Q[..., q0:q1, :] / np.sqrt(Q.shape[-1])",
             "Q[..., q0:q1, :] /= np.sqrt(Q.shape[-1])\n        q_tile = Q[..., q0:q1, :]"), message="in place"),
 ]
+
+WRONG += [
+    Answer("tiled_attention", "query blocks against every key at once, the scores in float32",
+           _tiled().replace("for k0 in range(0, n_k, block_k):", "for k0 in (0,):").replace(
+               "k1 = min(k0 + block_k, n_k)", "k1 = n_k").replace(
+               "q = Q[..., q0:q1, :] / np.sqrt(Q.shape[-1])",
+               "q = (Q[..., q0:q1, :] / np.sqrt(Q.shape[-1])).astype(np.float32)"),
+           message="float32's rounding"),
+]
