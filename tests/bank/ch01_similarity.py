@@ -229,3 +229,12 @@ RIGHT += [
     _mutant("cosine_similarity", "np.dot of float copies, norms compared with 0.0",
             "return float(np.sum(a * b) / (norm_a * norm_b))", "return float(np.dot(a, b) / norm_a / norm_b)"),
 ]
+
+# Issue 34: float64 is stated; a float32 conversion keeps too few digits for the derived float64 bound.
+WRONG += [
+    _mutant("dot", "converts to float32 instead of float64",
+            "np.asarray(a, dtype=np.float64) * np.asarray(b, dtype=np.float64)",
+            "np.asarray(a, dtype=np.float32) * np.asarray(b, dtype=np.float32)", message="float64"),
+    _mutant("similarity_matrix", "computes the scores in float32", "return Q @ np.swapaxes(K, -1, -2)",
+            "return np.float32(Q) @ np.swapaxes(np.float32(K), -1, -2)", message="Keep float64"),
+]

@@ -263,3 +263,12 @@ WRONG += [
           # without the layer's name, which describe_call gives as RemoteObject for a handle under trusted scoring
           message="(tensor of shape (1, 5, 16), float32, a CatCache) raised"),
 ]
+
+# Issue 34 (expect_close audit): attention written out by hand, softmax as exp(S - logsumexp(S)), is right; it rounds
+# differently from SDPA, which the float64 oracle and its derived bound accept.
+RIGHT += [
+    mutant(ASSIGNMENT, "CausalSelfAttention", "attention by hand with exp(S - logsumexp(S)) instead of SDPA",
+           ("y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)",
+            "s = (q @ k.transpose(-1, -2) / self.head_dim ** 0.5).masked_fill(~mask, float('-inf'))\n"
+            "        y = torch.exp(s - torch.logsumexp(s, dim=-1, keepdim=True)) @ v")),
+]

@@ -267,3 +267,12 @@ def mha_to_gqa(mha, num_kv_heads):
     return gqa
 """),
 ]
+
+# Issue 34 (expect_close audit): attention written out by hand, softmax as exp(S - logsumexp(S)), is right; it rounds
+# differently from SDPA, which the float64 oracle and its derived bound accept.
+RIGHT += [
+    mutant(ASSIGNMENT, "GroupedQueryAttention", "attention by hand with exp(S - logsumexp(S)) instead of SDPA",
+           ("out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)",
+            "scores = (q @ k.transpose(-1, -2) / self.head_dim ** 0.5).masked_fill(~mask, float('-inf'))\n"
+            "        out = torch.exp(scores - torch.logsumexp(scores, dim=-1, keepdim=True)) @ v")),
+]

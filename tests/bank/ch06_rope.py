@@ -354,3 +354,12 @@ def yarn_frequencies(head_dim, base, factor, original_max_position, beta_fast=32
     return torch.lerp(theta, theta / factor, ramp), max(1.0, 0.1 * math.log(max(factor, 1.0)) + 1.0)
 '''),
 ]
+
+# Issue 34 (expect_close audit): attention written out by hand, softmax as exp(S - logsumexp(S)), is right; it rounds
+# differently from transformers' eager attention, which the float64 oracle and its derived bound accept.
+RIGHT += [
+    mutant(ASSIGNMENT, "LlamaAttention", "attention by hand with exp(S - logsumexp(S)) instead of SDPA",
+           ("out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)",
+            "s = (q @ k.transpose(-1, -2) / self.head_dim ** 0.5).masked_fill(~mask, float('-inf'))\n"
+            "        out = torch.exp(s - torch.logsumexp(s, dim=-1, keepdim=True)) @ v")),
+]

@@ -129,7 +129,8 @@ WRONG = [
             outs.append(o / l[..., None])
             lses.append(m + np.log(l))"""), message="sees no key"),
     Answer("tiled_attention", "drops the last, shorter block when the block size does not divide n", _tiled().replace(
-        "for k0 in range(0, n_k, block_k):", "for k0 in range(0, n_k - block_k + 1, block_k):"), message="output"),
+        "for k0 in range(0, n_k, block_k):", "for k0 in range(0, n_k - block_k + 1, block_k):"),
+        message="the last, shorter key block is dropped"),
     Answer("tiled_attention", "materialises the whole score matrix (one pass, not tiled)", """
 def tiled_attention(Q, K, V, block_q=64, block_k=64, causal=False):
     n_q, n_k = Q.shape[-2], K.shape[-2]
@@ -231,5 +232,69 @@ WRONG += [
 
 WRONG += [
     mutant(ASSIGNMENT, "tiled_attention", "the tile's max taken before the causal mask: masked keys with huge scores "
-           "underflow the visible ones", ("tile_max = tile.max(axis=-1)", "tile_max = (q_tile @ np.swapaxes(K[..., k0:k1, :], -1, -2)).max(axis=-1)")),
+           "underflow the visible ones", ("tile_max = tile.max(axis=-1)", "tile_max = (q_tile @ np.swapaxes(K[..., k0:k1, :], -1, -2)).max(axis=-1)"),
+           message="max taken before the causal mask"),
+]
+
+# Issue 34: numbers extreme enough, every stated rule, the message that names the mistake.
+WRONG += [
+    Answer("merge_partials", "the rescaling factor without a trailing axis for o: alpha * o1", _MERGE_SIGNATURE + """
+    m = np.maximum(m1, m2)
+    safe = np.where(np.isneginf(m), 0.0, m)
+    a1, a2 = np.exp(m1 - safe), np.exp(m2 - safe)
+    return m, a1 * l1 + a2 * l2, a1 * o1 + a2 * o2
+""", message="could not be broadcast"),
+    mutant(ASSIGNMENT, "merge_partials", "computes the merge in float32 (float64 states lose digits)",
+           ("alpha1, alpha2 = np.exp(m1 - finite_m), np.exp(m2 - finite_m)",
+            "alpha1, alpha2 = np.exp(m1 - finite_m).astype(np.float32), np.exp(m2 - finite_m).astype(np.float32)"),
+           ("l = alpha1 * l1 + alpha2 * l2", "l = alpha1 * l1.astype(np.float32) + alpha2 * l2.astype(np.float32)"),
+           ("o = alpha1[..., None] * o1 + alpha2[..., None] * o2",
+            "o = alpha1[..., None] * o1.astype(np.float32) + alpha2[..., None] * o2.astype(np.float32)"),
+           message="for float64 states"),
+    Answer("tiled_attention", "no max shift at all: exp of the raw scores overflows", _tiled(
+        update="""p = np.exp(s)
+            l = l + p.sum(axis=-1)
+            o = o + p @ V[..., k0:k1, :]""",
+        finish="""seen = l > 0
+        outs.append(np.divide(o, l[..., None], out=np.zeros_like(o), where=seen[..., None]))
+        lses.append(np.log(l, out=np.full_like(l, -np.inf), where=seen))"""), message="exp overflowed"),
+    mutant(ASSIGNMENT, "tiled_attention", "a tile row that is fully masked gives exp(-inf - (-inf)) = nan",
+           ("p = np.exp(tile - np.where(np.isneginf(tile_max), 0.0, tile_max)[..., None])",
+            "p = np.exp(tile - tile_max[..., None])"), message="A fully masked tile row"),
+    mutant(ASSIGNMENT, "tiled_attention", "keeps the running state in float32 for float64 inputs",
+           ("dtype = np.result_type(Q, K, V, np.float32)", "dtype = np.float32"), message="for float64 inputs"),
+    mutant(ASSIGNMENT, "tiled_attention", "causal skip decided by the block's first query: later queries lose keys",
+           ("last_key = min(n_k, q1 + shift) if causal else n_k", "last_key = min(n_k, q0 + 1 + shift) if causal else n_k"),
+           message="key blocks skipped too early"),
+    mutant(ASSIGNMENT, "tiled_attention", "lse 0 for a query that sees no key",
+           ("lse = np.full(batch + (n_q,), -np.inf, dtype=dtype)", "lse = np.zeros(batch + (n_q,), dtype=dtype)"),
+           message="must be -inf"),
+]
+
+RIGHT += [
+    Answer("merge_partials", "nan from two empty states replaced under np.errstate", _MERGE_SIGNATURE + """
+    m = np.maximum(m1, m2)
+    with np.errstate(invalid="ignore"):
+        a1 = np.where(np.isneginf(m1), 0.0, np.exp(m1 - m))
+        a2 = np.where(np.isneginf(m2), 0.0, np.exp(m2 - m))
+    return m, a1 * l1 + a2 * l2, a1[..., None] * o1 + a2[..., None] * o2
+"""),
+    mutant(ASSIGNMENT, "tiled_attention", "the lse of seen rows written with np.where and a stand-in l of 1",
+           ("np.add(m, np.log(l, out=np.full_like(l, -np.inf), where=seen), out=lse[..., q0:q1], where=seen)",
+            "lse[..., q0:q1] = np.where(seen, m, -np.inf) + np.log(np.where(seen, l, 1.0))")),
+]
+
+WRONG += [
+    mutant(ASSIGNMENT, "tiled_attention", "scales the caller's Q in place, one query tile at a time",
+           ("q_tile = Q[..., q0:q1, :] / np.sqrt(Q.shape[-1])",
+            "Q[..., q0:q1, :] /= np.sqrt(Q.shape[-1])\n        q_tile = Q[..., q0:q1, :]"), message="in place"),
+]
+
+WRONG += [
+    Answer("tiled_attention", "query blocks against every key at once, the scores in float32",
+           _tiled().replace("for k0 in range(0, n_k, block_k):", "for k0 in (0,):").replace(
+               "k1 = min(k0 + block_k, n_k)", "k1 = n_k").replace(
+               "q = Q[..., q0:q1, :] / np.sqrt(Q.shape[-1])",
+               "q = (Q[..., q0:q1, :] / np.sqrt(Q.shape[-1])).astype(np.float32)"),
+           message="float32's rounding"),
 ]
