@@ -139,6 +139,7 @@ def _export(out: OutputFolder, folder: Path, *options: str) -> tuple[subprocess.
     return done, (folder / "import.csv").read_text()
 
 
+@pytest.mark.slow  # the fixture grades the class
 def test_manual_points_reach_export_and_the_class_files_without_grading_again(manual, tmp_path: Path) -> None:
     """Before, points given by hand reached grades.csv, the report and export only through another run of grade,
     and export sent a partial score while manual grading was pending."""
