@@ -276,3 +276,65 @@ RIGHT += [
             "scores = (q @ k.transpose(-1, -2) / self.head_dim ** 0.5).masked_fill(~mask, float('-inf'))\n"
             "        out = torch.exp(scores - torch.logsumexp(scores, dim=-1, keepdim=True)) @ v")),
 ]
+
+# Issue 34 (class 2 and the bank's depth): large scores, where a softmax written by hand without the row max overflows
+# float32's exp; more ways to get repeat_kv wrong; right answers written differently.
+WRONG += [
+    Answer("GroupedQueryAttention", "attention by hand with a softmax that does not subtract the row max",
+           _gqa("out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)",
+                "scores = (q @ k.transpose(-1, -2) / self.head_dim ** 0.5).masked_fill(~mask, float('-inf'))\n"
+                "        e = torch.exp(scores)\n"
+                "        out = (e / e.sum(dim=-1, keepdim=True)) @ v"),
+           message="exp overflows float32 past 88.7"),
+    Answer("repeat_kv", "repeats along the last axis (head_dim) instead of the heads", """
+def repeat_kv(x, n_rep):
+    return x.repeat_interleave(n_rep, dim=-1)
+"""),
+    Answer("repeat_kv", "repeats along the batch axis (dim=0)", """
+def repeat_kv(x, n_rep):
+    return torch.repeat_interleave(x, n_rep, dim=0)
+"""),
+    Answer("repeat_kv", "fills a new tensor made with torch.zeros: float32 whatever the input's dtype", """
+def repeat_kv(x, n_rep):
+    B, H, T, D = x.shape
+    out = torch.zeros(B, H * n_rep, T, D)
+    for h in range(H * n_rep):
+        out[:, h] = x[:, h // n_rep]
+    return out
+""", message="float64"),
+    Answer("repeat_kv", "the MQA shortcut: expand over the heads axis, right only for one KV head", """
+def repeat_kv(x, n_rep):
+    B, H, T, D = x.shape
+    return x.expand(B, H * n_rep, T, D)
+""", message="tensor of shape (2, 3, 5, 4)"),
+]
+
+RIGHT += [
+    Answer("repeat_kv", "stack n_rep copies after the heads axis, then flatten", """
+def repeat_kv(x, n_rep):
+    return torch.stack([x] * n_rep, dim=2).flatten(1, 2)
+"""),
+    Answer("repeat_kv", "index_select with the KV head of each query head", """
+def repeat_kv(x, n_rep):
+    index = torch.arange(x.shape[1] * n_rep, device=x.device) // n_rep
+    return x.index_select(1, index)
+"""),
+    Answer("GroupedQueryAttention", "SDPA with an additive float mask (-inf where a query may not look)",
+           _gqa("out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)",
+                "bias = torch.zeros(T, n_k, dtype=x.dtype).masked_fill(~mask, float('-inf'))\n"
+                "        out = F.scaled_dot_product_attention(q, k, v, attn_mask=bias)")),
+    Answer("mha_to_gqa", "new Parameters assigned: clones of q/out, unflatten-mean-flatten for k/v", """
+def mha_to_gqa(mha, num_kv_heads):
+    gqa = GroupedQueryAttention(mha.q_proj.in_features, mha.num_heads, num_kv_heads)
+    n_rep = mha.num_heads // num_kv_heads
+
+    def pool(w):
+        return w.detach().unflatten(0, (num_kv_heads, n_rep, mha.head_dim)).mean(dim=1).flatten(0, 1)
+
+    gqa.q_proj.weight = nn.Parameter(mha.q_proj.weight.detach().clone())
+    gqa.out_proj.weight = nn.Parameter(mha.out_proj.weight.detach().clone())
+    gqa.k_proj.weight = nn.Parameter(pool(mha.k_proj.weight))
+    gqa.v_proj.weight = nn.Parameter(pool(mha.v_proj.weight))
+    return gqa
+"""),
+]
