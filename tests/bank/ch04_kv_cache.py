@@ -41,14 +41,15 @@ WRONG = [
            message="whole preallocated buffer"),
     _cache("leaves position 0 empty: writes one position too far",
            ("self.keys[:, :, start:end] = k", "self.keys[:, :, start + 1:end + 1] = k"),
-           ("self.values[:, :, start:end] = v", "self.values[:, :, start + 1:end + 1] = v")),
+           ("self.values[:, :, start:end] = v", "self.values[:, :, start + 1:end + 1] = v"),
+           message="position 0 is left empty"),
     _cache("advances the counter before checking for overflow",
            ("        self._filled = end\n        return", "        return"),
            ("start, end = self._filled, self._filled + k.shape[2]\n",
             "start, end = self._filled, self._filled + k.shape[2]\n        self._filled = end\n"),
            message="the cache must be unchanged"),
     _cache("no overflow check: torch's shape error instead of a clear ValueError",
-           ("if end > self.max_seq_len:", "if False:")),
+           ("if end > self.max_seq_len:", "if False:"), message="should raise ValueError, but it raised RuntimeError"),
     _cache("rejects filling the cache exactly to max_seq_len (>= instead of >)",
            ("if end > self.max_seq_len:", "if end >= self.max_seq_len:"), message="Filling the cache exactly"),
     _cache("preallocates, but returns copies of the filled part (.clone())",
@@ -100,12 +101,14 @@ class KVCache:
           ("y.transpose(1, 2).reshape(B, T, D)", "y.reshape(B, T, D)"), message="heads split in the wrong order"),
     _attn("no 1/sqrt(head_dim) scale", ("attn_mask=mask)", "attn_mask=mask, scale=1.0)"), message="no 1/sqrt(head_dim)"),
     _attn("projections with bias", *[(f"self.{n} = nn.Linear(d_model, d_model, bias=False)",
-                                      f"self.{n} = nn.Linear(d_model, d_model)") for n in ("q_proj", "k_proj", "v_proj")]),
+                                      f"self.{n} = nn.Linear(d_model, d_model)") for n in ("q_proj", "k_proj", "v_proj")],
+          message="should be nn.Linear(12, 12, bias=False)"),
     _gen("returns only the new tokens", ("    return ids\n", "    return ids[:, prompt_ids.shape[1]:]\n"),
          message="returning only the new tokens"),
-    _gen("ignores use_cache: always recomputes", (_UPDATE, "logits = model(ids)")),
+    _gen("ignores use_cache: always recomputes", (_UPDATE, "logits = model(ids)"), message="pass the caches every time"),
     _gen("feeds the whole sequence into the cache at every step",
-         (_UPDATE, "logits = model(ids, caches) if use_cache else model(ids)")),
+         (_UPDATE, "logits = model(ids, caches) if use_cache else model(ids)"),
+         message="feed only the newest token after the prefill"),
     _gen("reads the logits of the first position", ("logits[:, -1]", "logits[:, 0]"), message="first position"),
     _gen("one token too many", ("range(max_new_tokens)", "range(max_new_tokens + 1)"), message="one token too many"),
     _gen("makes the caches for batch 1", ("model.make_caches(ids.shape[0],", "model.make_caches(1,"),
@@ -159,7 +162,7 @@ def generate(model, prompt_ids, max_new_tokens, use_cache=True):
             token = model(token, caches)[:, -1].argmax(dim=-1, keepdim=True)
             ids = torch.cat([ids, token], dim=1)
     return ids
-'''),
+''', message="prefill the prompt once"),
     Answer("generate", "returns float probabilities' argmax as floats", '''
 def generate(model, prompt_ids, max_new_tokens, use_cache=True):
     ids = prompt_ids.float()
@@ -189,7 +192,7 @@ def kv_cache_bytes(num_layers, num_kv_heads, head_dim, seq_len, batch_size=1, by
     Answer("kv_cache_bytes", "default of 4 bytes per element (fp32)", '''
 def kv_cache_bytes(num_layers, num_kv_heads, head_dim, seq_len, batch_size=1, bytes_per_element=4):
     return 2 * num_layers * num_kv_heads * head_dim * seq_len * batch_size * bytes_per_element
-'''),
+''', message="with the defaults batch_size=1, bytes_per_element=2"),
 ]
 
 RIGHT = [

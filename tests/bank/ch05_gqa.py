@@ -58,7 +58,7 @@ def repeat_kv(x, n_rep):
     Answer("repeat_kv", "repeat_interleave without dim flattens the tensor", """
 def repeat_kv(x, n_rep):
     return x.repeat_interleave(n_rep)
-"""),
+""", message="Repeat along the heads axis (dim=1)"),
     Answer("GroupedQueryAttention", "tiles the KV heads instead of interleaving them",
            _gqa("k, v = repeat_kv(k, n_rep), repeat_kv(v, n_rep)",
                 "k, v = k.repeat(1, n_rep, 1, 1), v.repeat(1, n_rep, 1, 1)"), message="tiled"),
@@ -84,13 +84,14 @@ def repeat_kv(x, n_rep):
         if cache is not None:
             k, v = cache.update(k, v)"""), message="before any repeat"),
     Answer("GroupedQueryAttention", "ignores the cache",
-           _gqa("            k, v = cache.update(k, v)", "            pass")),
+           _gqa("            k, v = cache.update(k, v)", "            pass"), message="attend over everything it returns"),
     Answer("GroupedQueryAttention", "no ValueError when num_heads is not divisible by num_kv_heads",
            _gqa("if d_model % num_heads or num_heads % num_kv_heads:", "if d_model % num_heads:"),
            message="ValueError"),
     Answer("GroupedQueryAttention", "splits heads in the wrong order (view as (B, H, T, Dh))",
            _gqa("q = self.q_proj(x).view(B, T, self.num_heads, self.head_dim).transpose(1, 2)",
-                "q = self.q_proj(x).view(B, self.num_heads, T, self.head_dim)")),
+                "q = self.q_proj(x).view(B, self.num_heads, T, self.head_dim)"),
+           message="the query heads split in the wrong order"),
     Answer("GroupedQueryAttention", "no 1/sqrt(head_dim) scale",
            _gqa("F.scaled_dot_product_attention(q, k, v, attn_mask=mask)",
                 "F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=1.0)"), message="1/sqrt(head_dim)"),
@@ -147,7 +148,7 @@ def mha_to_gqa(mha, num_kv_heads):
             W = getattr(mha, proj).weight.view(num_kv_heads, mha.head_dim, n_rep, d)
             getattr(gqa, proj).weight.copy_(W.mean(2).reshape(-1, d))
     return gqa
-"""),
+""", message="averaging rows inside each head"),
     Answer("mha_to_gqa", "pools the MHA layer's weights in place and returns it", """
 def mha_to_gqa(mha, num_kv_heads):
     d = mha.q_proj.in_features
@@ -289,11 +290,11 @@ WRONG += [
     Answer("repeat_kv", "repeats along the last axis (head_dim) instead of the heads", """
 def repeat_kv(x, n_rep):
     return x.repeat_interleave(n_rep, dim=-1)
-"""),
+""", message="Repeat along the heads axis (dim=1)"),
     Answer("repeat_kv", "repeats along the batch axis (dim=0)", """
 def repeat_kv(x, n_rep):
     return torch.repeat_interleave(x, n_rep, dim=0)
-"""),
+""", message="Repeat along the heads axis (dim=1)"),
     Answer("repeat_kv", "fills a new tensor made with torch.zeros: float32 whatever the input's dtype", """
 def repeat_kv(x, n_rep):
     B, H, T, D = x.shape
@@ -337,4 +338,10 @@ def mha_to_gqa(mha, num_kv_heads):
     gqa.v_proj.weight = nn.Parameter(pool(mha.v_proj.weight))
     return gqa
 """),
+]
+
+# Issue 34 (class 3): the task asks for a ValueError "that says so"; an empty one says nothing.
+WRONG += [
+    Answer("GroupedQueryAttention", "raises a ValueError with no message",
+           _gqa('raise ValueError("heads do not divide evenly")', "raise ValueError()"), message="an empty message"),
 ]
