@@ -41,14 +41,15 @@ WRONG = [
            message="whole preallocated buffer"),
     _cache("leaves position 0 empty: writes one position too far",
            ("self.keys[:, :, start:end] = k", "self.keys[:, :, start + 1:end + 1] = k"),
-           ("self.values[:, :, start:end] = v", "self.values[:, :, start + 1:end + 1] = v")),
+           ("self.values[:, :, start:end] = v", "self.values[:, :, start + 1:end + 1] = v"),
+           message="position 0 is left empty"),
     _cache("advances the counter before checking for overflow",
            ("        self._filled = end\n        return", "        return"),
            ("start, end = self._filled, self._filled + k.shape[2]\n",
             "start, end = self._filled, self._filled + k.shape[2]\n        self._filled = end\n"),
            message="the cache must be unchanged"),
     _cache("no overflow check: torch's shape error instead of a clear ValueError",
-           ("if end > self.max_seq_len:", "if False:")),
+           ("if end > self.max_seq_len:", "if False:"), message="should raise ValueError, but it raised RuntimeError"),
     _cache("rejects filling the cache exactly to max_seq_len (>= instead of >)",
            ("if end > self.max_seq_len:", "if end >= self.max_seq_len:"), message="Filling the cache exactly"),
     _cache("preallocates, but returns copies of the filled part (.clone())",
@@ -100,12 +101,14 @@ class KVCache:
           ("y.transpose(1, 2).reshape(B, T, D)", "y.reshape(B, T, D)"), message="heads split in the wrong order"),
     _attn("no 1/sqrt(head_dim) scale", ("attn_mask=mask)", "attn_mask=mask, scale=1.0)"), message="no 1/sqrt(head_dim)"),
     _attn("projections with bias", *[(f"self.{n} = nn.Linear(d_model, d_model, bias=False)",
-                                      f"self.{n} = nn.Linear(d_model, d_model)") for n in ("q_proj", "k_proj", "v_proj")]),
+                                      f"self.{n} = nn.Linear(d_model, d_model)") for n in ("q_proj", "k_proj", "v_proj")],
+          message="should be nn.Linear(12, 12, bias=False)"),
     _gen("returns only the new tokens", ("    return ids\n", "    return ids[:, prompt_ids.shape[1]:]\n"),
          message="returning only the new tokens"),
-    _gen("ignores use_cache: always recomputes", (_UPDATE, "logits = model(ids)")),
+    _gen("ignores use_cache: always recomputes", (_UPDATE, "logits = model(ids)"), message="pass the caches every time"),
     _gen("feeds the whole sequence into the cache at every step",
-         (_UPDATE, "logits = model(ids, caches) if use_cache else model(ids)")),
+         (_UPDATE, "logits = model(ids, caches) if use_cache else model(ids)"),
+         message="feed only the newest token after the prefill"),
     _gen("reads the logits of the first position", ("logits[:, -1]", "logits[:, 0]"), message="first position"),
     _gen("one token too many", ("range(max_new_tokens)", "range(max_new_tokens + 1)"), message="one token too many"),
     _gen("makes the caches for batch 1", ("model.make_caches(ids.shape[0],", "model.make_caches(1,"),
@@ -159,7 +162,7 @@ def generate(model, prompt_ids, max_new_tokens, use_cache=True):
             token = model(token, caches)[:, -1].argmax(dim=-1, keepdim=True)
             ids = torch.cat([ids, token], dim=1)
     return ids
-'''),
+''', message="prefill the prompt once"),
     Answer("generate", "returns float probabilities' argmax as floats", '''
 def generate(model, prompt_ids, max_new_tokens, use_cache=True):
     ids = prompt_ids.float()
@@ -189,7 +192,7 @@ def kv_cache_bytes(num_layers, num_kv_heads, head_dim, seq_len, batch_size=1, by
     Answer("kv_cache_bytes", "default of 4 bytes per element (fp32)", '''
 def kv_cache_bytes(num_layers, num_kv_heads, head_dim, seq_len, batch_size=1, bytes_per_element=4):
     return 2 * num_layers * num_kv_heads * head_dim * seq_len * batch_size * bytes_per_element
-'''),
+''', message="with the defaults batch_size=1, bytes_per_element=2"),
 ]
 
 RIGHT = [
@@ -271,4 +274,83 @@ RIGHT += [
            ("y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)",
             "s = (q @ k.transpose(-1, -2) / self.head_dim ** 0.5).masked_fill(~mask, float('-inf'))\n"
             "        y = torch.exp(s - torch.logsumexp(s, dim=-1, keepdim=True)) @ v")),
+]
+
+# Issue 34 (classes 2 and 6, and the bank's depth): large scores, where a softmax written by hand without the row max
+# overflows float32's exp; more ways to get kv_cache_bytes wrong; right answers written differently.
+WRONG += [
+    mutant(ASSIGNMENT, "CausalSelfAttention", "attention by hand with a softmax that does not subtract the row max",
+           (_SDPA,
+            "s = (q @ k.transpose(-1, -2) / self.head_dim ** 0.5).masked_fill(~mask, float('-inf'))\n"
+            "        e = torch.exp(s)\n"
+            "        y = (e / e.sum(dim=-1, keepdim=True)) @ v"),
+           message="exp overflows float32 past 88.7"),
+    Answer("kv_cache_bytes", "hard-codes 2 bytes per element (fp16) instead of using bytes_per_element", '''
+def kv_cache_bytes(num_layers, num_kv_heads, head_dim, seq_len, batch_size=1, bytes_per_element=2):
+    return 2 * num_layers * num_kv_heads * head_dim * seq_len * batch_size * 2
+''', message="hard-coding 2 bytes per element"),
+    Answer("kv_cache_bytes", "returns MiB instead of bytes", '''
+def kv_cache_bytes(num_layers, num_kv_heads, head_dim, seq_len, batch_size=1, bytes_per_element=2):
+    return 2 * num_layers * num_kv_heads * head_dim * seq_len * batch_size * bytes_per_element // 2**20
+''', message="returning MiB"),
+    Answer("kv_cache_bytes", "returns NumPy's int64 from np.prod, not a Python int", '''
+import numpy as np
+
+
+def kv_cache_bytes(num_layers, num_kv_heads, head_dim, seq_len, batch_size=1, bytes_per_element=2):
+    return np.prod([2, num_layers, num_kv_heads, head_dim, seq_len, batch_size, bytes_per_element])
+''', message="Python int"),
+]
+
+RIGHT += [
+    Answer("kv_cache_bytes", "functools.reduce over the factors, bytes per token first", '''
+import functools
+import operator
+
+
+def kv_cache_bytes(num_layers, num_kv_heads, head_dim, seq_len, batch_size=1, bytes_per_element=2):
+    per_token = functools.reduce(operator.mul, (2, num_layers, num_kv_heads, head_dim, bytes_per_element))
+    return per_token * seq_len * batch_size
+'''),
+    Answer("kv_cache_bytes", "a torch int64 product turned into a Python int", '''
+def kv_cache_bytes(num_layers, num_kv_heads, head_dim, seq_len, batch_size=1, bytes_per_element=2):
+    factors = torch.tensor([2, num_layers, num_kv_heads, head_dim, seq_len, batch_size, bytes_per_element])
+    return int(factors.prod())
+'''),
+    Answer("generate", "the output preallocated and filled in place; the newest token sliced from it", '''
+def generate(model, prompt_ids, max_new_tokens, use_cache=True):
+    B, T = prompt_ids.shape
+    out = torch.empty(B, T + max_new_tokens, dtype=torch.long)
+    out[:, :T] = prompt_ids
+    caches = model.make_caches(B, T + max_new_tokens) if use_cache else None
+    with torch.no_grad():
+        for t in range(T, T + max_new_tokens):
+            if use_cache:
+                logits = model(out[:, :T] if t == T else out[:, t - 1:t], caches)
+            else:
+                logits = model(out[:, :t])
+            out[:, t] = logits[:, -1].argmax(dim=-1)
+    return out
+'''),
+    Answer("generate", "torch.set_grad_enabled(False) and the next token from topk", '''
+def generate(model, prompt_ids, max_new_tokens, use_cache=True):
+    ids = prompt_ids
+    with torch.set_grad_enabled(False):
+        caches = model.make_caches(ids.size(0), ids.size(1) + max_new_tokens) if use_cache else None
+        feed = ids
+        for _ in range(max_new_tokens):
+            logits = model(feed, caches) if use_cache else model(ids)
+            token = logits[:, -1, :].topk(1, dim=-1).indices
+            ids = torch.cat((ids, token), dim=1)
+            feed = token
+    return ids
+'''),
+    mutant(ASSIGNMENT, "CausalSelfAttention", "SDPA with an additive float mask (-inf where a query may not look)",
+           (_SDPA, "bias = torch.zeros(n_q, n_k, dtype=x.dtype).masked_fill(~mask, float('-inf'))\n"
+                   "        y = F.scaled_dot_product_attention(q, k, v, attn_mask=bias)")),
+    _cache("one stacked (2, B, H, L, Dh) buffer; keys and values are its two views",
+           ("        self.keys = torch.zeros(shape, dtype=dtype, device=device)\n"
+            "        self.values = torch.zeros(shape, dtype=dtype, device=device)\n",
+            "        self.kv = torch.zeros((2,) + shape, dtype=dtype, device=device)\n"
+            "        self.keys, self.values = self.kv[0], self.kv[1]\n")),
 ]

@@ -58,7 +58,7 @@ def repeat_kv(x, n_rep):
     Answer("repeat_kv", "repeat_interleave without dim flattens the tensor", """
 def repeat_kv(x, n_rep):
     return x.repeat_interleave(n_rep)
-"""),
+""", message="Repeat along the heads axis (dim=1)"),
     Answer("GroupedQueryAttention", "tiles the KV heads instead of interleaving them",
            _gqa("k, v = repeat_kv(k, n_rep), repeat_kv(v, n_rep)",
                 "k, v = k.repeat(1, n_rep, 1, 1), v.repeat(1, n_rep, 1, 1)"), message="tiled"),
@@ -84,13 +84,14 @@ def repeat_kv(x, n_rep):
         if cache is not None:
             k, v = cache.update(k, v)"""), message="before any repeat"),
     Answer("GroupedQueryAttention", "ignores the cache",
-           _gqa("            k, v = cache.update(k, v)", "            pass")),
+           _gqa("            k, v = cache.update(k, v)", "            pass"), message="attend over everything it returns"),
     Answer("GroupedQueryAttention", "no ValueError when num_heads is not divisible by num_kv_heads",
            _gqa("if d_model % num_heads or num_heads % num_kv_heads:", "if d_model % num_heads:"),
            message="ValueError"),
     Answer("GroupedQueryAttention", "splits heads in the wrong order (view as (B, H, T, Dh))",
            _gqa("q = self.q_proj(x).view(B, T, self.num_heads, self.head_dim).transpose(1, 2)",
-                "q = self.q_proj(x).view(B, self.num_heads, T, self.head_dim)")),
+                "q = self.q_proj(x).view(B, self.num_heads, T, self.head_dim)"),
+           message="the query heads split in the wrong order"),
     Answer("GroupedQueryAttention", "no 1/sqrt(head_dim) scale",
            _gqa("F.scaled_dot_product_attention(q, k, v, attn_mask=mask)",
                 "F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=1.0)"), message="1/sqrt(head_dim)"),
@@ -147,7 +148,7 @@ def mha_to_gqa(mha, num_kv_heads):
             W = getattr(mha, proj).weight.view(num_kv_heads, mha.head_dim, n_rep, d)
             getattr(gqa, proj).weight.copy_(W.mean(2).reshape(-1, d))
     return gqa
-"""),
+""", message="averaging rows inside each head"),
     Answer("mha_to_gqa", "pools the MHA layer's weights in place and returns it", """
 def mha_to_gqa(mha, num_kv_heads):
     d = mha.q_proj.in_features
@@ -275,4 +276,72 @@ RIGHT += [
            ("out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)",
             "scores = (q @ k.transpose(-1, -2) / self.head_dim ** 0.5).masked_fill(~mask, float('-inf'))\n"
             "        out = torch.exp(scores - torch.logsumexp(scores, dim=-1, keepdim=True)) @ v")),
+]
+
+# Issue 34 (class 2 and the bank's depth): large scores, where a softmax written by hand without the row max overflows
+# float32's exp; more ways to get repeat_kv wrong; right answers written differently.
+WRONG += [
+    Answer("GroupedQueryAttention", "attention by hand with a softmax that does not subtract the row max",
+           _gqa("out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)",
+                "scores = (q @ k.transpose(-1, -2) / self.head_dim ** 0.5).masked_fill(~mask, float('-inf'))\n"
+                "        e = torch.exp(scores)\n"
+                "        out = (e / e.sum(dim=-1, keepdim=True)) @ v"),
+           message="exp overflows float32 past 88.7"),
+    Answer("repeat_kv", "repeats along the last axis (head_dim) instead of the heads", """
+def repeat_kv(x, n_rep):
+    return x.repeat_interleave(n_rep, dim=-1)
+""", message="Repeat along the heads axis (dim=1)"),
+    Answer("repeat_kv", "repeats along the batch axis (dim=0)", """
+def repeat_kv(x, n_rep):
+    return torch.repeat_interleave(x, n_rep, dim=0)
+""", message="Repeat along the heads axis (dim=1)"),
+    Answer("repeat_kv", "fills a new tensor made with torch.zeros: float32 whatever the input's dtype", """
+def repeat_kv(x, n_rep):
+    B, H, T, D = x.shape
+    out = torch.zeros(B, H * n_rep, T, D)
+    for h in range(H * n_rep):
+        out[:, h] = x[:, h // n_rep]
+    return out
+""", message="float64"),
+    Answer("repeat_kv", "the MQA shortcut: expand over the heads axis, right only for one KV head", """
+def repeat_kv(x, n_rep):
+    B, H, T, D = x.shape
+    return x.expand(B, H * n_rep, T, D)
+""", message="tensor of shape (2, 3, 5, 4)"),
+]
+
+RIGHT += [
+    Answer("repeat_kv", "stack n_rep copies after the heads axis, then flatten", """
+def repeat_kv(x, n_rep):
+    return torch.stack([x] * n_rep, dim=2).flatten(1, 2)
+"""),
+    Answer("repeat_kv", "index_select with the KV head of each query head", """
+def repeat_kv(x, n_rep):
+    index = torch.arange(x.shape[1] * n_rep, device=x.device) // n_rep
+    return x.index_select(1, index)
+"""),
+    Answer("GroupedQueryAttention", "SDPA with an additive float mask (-inf where a query may not look)",
+           _gqa("out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)",
+                "bias = torch.zeros(T, n_k, dtype=x.dtype).masked_fill(~mask, float('-inf'))\n"
+                "        out = F.scaled_dot_product_attention(q, k, v, attn_mask=bias)")),
+    Answer("mha_to_gqa", "new Parameters assigned: clones of q/out, unflatten-mean-flatten for k/v", """
+def mha_to_gqa(mha, num_kv_heads):
+    gqa = GroupedQueryAttention(mha.q_proj.in_features, mha.num_heads, num_kv_heads)
+    n_rep = mha.num_heads // num_kv_heads
+
+    def pool(w):
+        return w.detach().unflatten(0, (num_kv_heads, n_rep, mha.head_dim)).mean(dim=1).flatten(0, 1)
+
+    gqa.q_proj.weight = nn.Parameter(mha.q_proj.weight.detach().clone())
+    gqa.out_proj.weight = nn.Parameter(mha.out_proj.weight.detach().clone())
+    gqa.k_proj.weight = nn.Parameter(pool(mha.k_proj.weight))
+    gqa.v_proj.weight = nn.Parameter(pool(mha.v_proj.weight))
+    return gqa
+"""),
+]
+
+# Issue 34 (class 3): the task asks for a ValueError "that says so"; an empty one says nothing.
+WRONG += [
+    Answer("GroupedQueryAttention", "raises a ValueError with no message",
+           _gqa('raise ValueError("heads do not divide evenly")', "raise ValueError()"), message="an empty message"),
 ]

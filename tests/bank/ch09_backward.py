@@ -190,7 +190,7 @@ WRONG = [
     Answer("flash_attention", "nan on fully masked rows: exp(s - lse) with lse = -inf",
            _flash(p="p = torch.exp(s - lse[..., q0:q1, :])"), message="nan"),
     Answer("flash_attention", "lse recomputed from the wrong block: each tile normalised by its own log-sum-exp",
-           _flash(p="p = torch.softmax(s, dim=-1).nan_to_num(0.0)")),
+           _flash(p="p = torch.softmax(s, dim=-1).nan_to_num(0.0)"), message="normalised by its own sum"),
     Answer("flash_attention", "P saved instead of recomputed: the forward keeps every tile of weights", _flash(
         save="""ctx.save_for_backward(q, k, v, out, lse)
         scale_ = 1.0 / math.sqrt(q.shape[-1])
