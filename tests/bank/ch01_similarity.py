@@ -238,3 +238,30 @@ WRONG += [
     _mutant("similarity_matrix", "computes the scores in float32", "return Q @ np.swapaxes(K, -1, -2)",
             "return np.float32(Q) @ np.swapaxes(np.float32(K), -1, -2)", message="Keep float64"),
 ]
+
+# Issue 34 audit (classes 2, 3, 6): similarity_matrix with batch dimensions written in ways that break them.
+WRONG += [
+    Answer("similarity_matrix", "an einsum without '...': only 2-D inputs", """
+def similarity_matrix(Q, K):
+    return np.einsum("id,jd->ij", Q, K)
+""", message="einsum"),
+    Answer("similarity_matrix", "np.dot with swapped K: np.dot does not broadcast batch dimensions", """
+def similarity_matrix(Q, K):
+    return np.dot(Q, np.swapaxes(K, -1, -2))
+""", message="np.dot"),
+    Answer("similarity_matrix", "transposes K as a 3-D array: K.transpose(0, 2, 1)", """
+def similarity_matrix(Q, K):
+    return Q @ K.transpose(0, 2, 1) if K.ndim == 3 else Q @ K.T
+""", message="K.T reverses every axis"),
+]
+
+RIGHT += [
+    Answer("similarity_matrix", "an einsum over the leading axes", """
+def similarity_matrix(Q, K):
+    return np.einsum("...id,...jd->...ij", Q, K)
+"""),
+    Answer("similarity_matrix", "np.matmul with K's last two axes moved", """
+def similarity_matrix(Q, K):
+    return np.matmul(Q, np.moveaxis(K, -1, -2))
+"""),
+]

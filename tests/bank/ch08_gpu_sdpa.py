@@ -207,6 +207,63 @@ def time_sdpa(q, k, v, backend, is_causal=False):
 """),
 ]
 
+# Issue 34 audit: achieved_tflops rounded, scaled to the wrong prefix, truncated; more right answers.
+WRONG += [
+    Answer("achieved_tflops", "rounds to two decimals, as for display", """
+def achieved_tflops(flops, seconds):
+    return round(flops / seconds / 1e12, 2)
+"""),
+    Answer("achieved_tflops", "divides by 1e15: PFLOP/s", """
+def achieved_tflops(flops, seconds):
+    return float(flops / seconds / 1e15)
+""", message="PFLOP/s"),
+    Answer("achieved_tflops", "truncates to an int", """
+def achieved_tflops(flops, seconds):
+    return int(flops / seconds / 1e12)
+""", message="should be a float"),
+    Answer("time_sdpa", "returns the Measurement itself, not its median", """
+def time_sdpa(q, k, v, backend, is_causal=False):
+    timer = benchmark.Timer("F.scaled_dot_product_attention(q, k, v, is_causal=c)",
+                            globals={"F": F, "q": q, "k": k, "v": v, "c": is_causal},
+                            num_threads=torch.get_num_threads())
+    with sdpa_kernel(backend):
+        return timer.blocked_autorange(min_run_time=0.2)
+""", message="should be a float"),
+    Answer("time_sdpa", "returns microseconds", """
+def time_sdpa(q, k, v, backend, is_causal=False):
+    timer = benchmark.Timer("F.scaled_dot_product_attention(q, k, v, is_causal=c)",
+                            globals={"F": F, "q": q, "k": k, "v": v, "c": is_causal},
+                            num_threads=torch.get_num_threads())
+    with sdpa_kernel(backend):
+        return float(timer.blocked_autorange(min_run_time=0.2).median * 1e6)
+""", message="not ms or us"),
+]
+
+RIGHT += [
+    Answer("achieved_tflops", "one division by seconds times 1e12", """
+def achieved_tflops(flops, seconds):
+    return flops / (seconds * 1e12)
+"""),
+    Answer("achieved_tflops", "exact fractions, converted at the end", """
+from fractions import Fraction
+
+
+def achieved_tflops(flops, seconds):
+    return float(Fraction(flops) / Fraction(seconds) / 10**12)
+"""),
+    Answer("time_sdpa", "the Timer built and run inside the backend's context, its median read at the end", """
+def time_sdpa(q, k, v, backend, is_causal=False):
+    with sdpa_kernel(backend):
+        measurement = benchmark.Timer(
+            stmt="F.scaled_dot_product_attention(q, k, v, is_causal=causal)",
+            globals={"F": F, "q": q, "k": k, "v": v, "causal": is_causal},
+            num_threads=torch.get_num_threads(),
+            label="sdpa",
+        ).blocked_autorange(min_run_time=0.2)
+    return float(measurement.median)
+"""),
+]
+
 # Wrong answers that trusted scoring cannot tell from right ones: the test cells run outside the student's
 # process, and the only inputs these functions take are tensors and a backend, so what the function did
 # inside (passed is_causal on, timed on how many threads, with which Timer method,
