@@ -334,3 +334,12 @@ def split_heads(x, num_heads):
     return x.view(batch, tokens, num_heads, width // num_heads).permute(0, 2, 1, 3).contiguous()
 """),
 ]
+
+# Issue 34 audit (class 2): softmax written out without the max shift; the hidden "inputs times 30" cases give
+# scores far above 88, where float32's exp overflows.
+WRONG += [
+    _m("softmax by hand without the max shift: exp overflows for large scores",
+       ('weights = torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1)',
+        "e = torch.exp(scores).masked_fill(~allowed, 0.0)\n        weights = e / e.sum(dim=-1, keepdim=True)"),
+       message="large scores"),
+]

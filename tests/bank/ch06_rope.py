@@ -409,3 +409,12 @@ def apply_rope(x, positions, base=10000.0):
     return torch.cat((y1, y2), dim=-1).to(x.dtype)
 """),
 ]
+
+# Issue 34 audit (class 2): attention by hand without the max shift; the hidden "inputs times 30" case gives scores
+# far above 88, where float32's exp overflows.
+WRONG += [
+    mutant(ASSIGNMENT, "LlamaAttention", "attention by hand without the max shift: exp overflows for large scores",
+           ("out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)",
+            "e = torch.exp(q @ k.transpose(-1, -2) / self.head_dim ** 0.5).masked_fill(~mask, 0.0)\n"
+            "        out = (e / e.sum(dim=-1, keepdim=True)) @ v"), message="subtract each row's maximum"),
+]
