@@ -346,3 +346,17 @@ def time_sdpa(q, k, v, backend, is_causal=False):
     return measurement.median
 """, message="blocked_autorange"),
 ]
+
+# Issue 34 audit (class 2): a closed form with /, exact for the small shapes but not above 2**53.
+WRONG += [
+    Answer("attention_flops", "the closed form with / 2: a float, rounded once the count passes 2**53", """
+def attention_flops(batch, num_heads, seq_q, seq_k, head_dim, causal=False):
+    if not causal:
+        pairs = seq_q * seq_k
+    elif seq_q <= seq_k:
+        pairs = seq_q * seq_k - seq_q * (seq_q - 1) / 2
+    else:
+        pairs = seq_k * (seq_k + 1) / 2
+    return int(4 * batch * num_heads * pairs * head_dim)
+""", message="above 2**53"),
+]
