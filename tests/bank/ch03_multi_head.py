@@ -299,7 +299,7 @@ def merge_heads(x):
     Answer("merge_heads", "puts the heads back in reverse order", """
 def merge_heads(x):
     return torch.cat([x[:, h] for h in reversed(range(x.shape[1]))], dim=-1)
-"""),
+""", message="reverse order"),
     Answer("merge_heads", "casts to float32 (.float()): a float64 input comes back float32", """
 def merge_heads(x):
     B, H, T, Dh = x.shape

@@ -371,7 +371,7 @@ WRONG += [
         message="its message should say why"),
     Answer("rope_frequencies", "integer division in the exponent: every speed is 1", _swap(
         _FREQUENCIES, "torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim",
-        "(torch.arange(0, head_dim, 2) // head_dim).double()")),
+        "(torch.arange(0, head_dim, 2) // head_dim).double()"), message="integer division"),
     Answer("rope_frequencies", "the exponent divided by head_dim / 2", _swap(
         _FREQUENCIES, "torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim",
         "torch.arange(0, head_dim, 2, dtype=torch.float64) / (head_dim // 2)"), message="head_dim / 2"),
@@ -380,7 +380,7 @@ WRONG += [
         'raise ValueError(f"invalid configuration: {d_model}, {num_heads}, {num_kv_heads}")'),
         message="its message should say why"),
     Answer("apply_rope", "the speeds from rope_frequencies(d): base ignored", _swap(
-        _ROPE, "rope_frequencies(d, base).to(wide)", "rope_frequencies(d).to(wide)")),
+        _ROPE, "rope_frequencies(d, base).to(wide)", "rope_frequencies(d).to(wide)"), message="base ignored"),
     Answer("apply_rope", "computes in float64 and returns float64 for a float32 x", _swap(
         _ROPE, "dim=-1).to(x.dtype)", "dim=-1).double()"), message="should have dtype torch.float32"),
 ]

@@ -212,7 +212,7 @@ WRONG += [
     Answer("achieved_tflops", "rounds to two decimals, as for display", """
 def achieved_tflops(flops, seconds):
     return round(flops / seconds / 1e12, 2)
-"""),
+""", message="rounded"),
     Answer("achieved_tflops", "divides by 1e15: PFLOP/s", """
 def achieved_tflops(flops, seconds):
     return float(flops / seconds / 1e15)
