@@ -360,3 +360,27 @@ def attention_flops(batch, num_heads, seq_q, seq_k, head_dim, causal=False):
     return int(4 * batch * num_heads * pairs * head_dim)
 """, message="above 2**53"),
 ]
+
+# Issue 34 audit: kernel_name without the aten:: prefix; another right way to read the profile.
+WRONG += [
+    Answer("kernel_name", "strips the aten:: prefix from the op's name", """
+def kernel_name(q, k, v, backend, is_causal=False):
+    with quiet_stderr(), sdpa_kernel(backend), profile(activities=[ProfilerActivity.CPU]) as prof:
+        F.scaled_dot_product_attention(q, k, v, is_causal=is_causal)
+    name = next(e.name for e in prof.events() if e.name.startswith("aten::_scaled_dot_product"))
+    return name.split("::")[-1]
+""", message="Return the kernel inside the dispatcher"),
+]
+
+RIGHT += [
+    Answer("kernel_name", "nested with blocks, the first matching op in the profile's own event order", """
+def kernel_name(q, k, v, backend, is_causal=False):
+    with quiet_stderr():
+        with sdpa_kernel(backend):
+            with profile(activities=[ProfilerActivity.CPU]) as prof:
+                F.scaled_dot_product_attention(q, k, v, is_causal=is_causal)
+    names = [event.name for event in prof.events()]
+    inner = [name for name in names if name.startswith("aten::_scaled_dot_product")]
+    return inner[0]
+"""),
+]
