@@ -265,3 +265,39 @@ def similarity_matrix(Q, K):
     return np.matmul(Q, np.moveaxis(K, -1, -2))
 """),
 ]
+
+# Issue 34 audit: dot, cosine_similarity and softmax to 8 wrong / 3 right.
+WRONG += [
+    Answer("dot", "returns |a| |b|, the product of the norms", """
+def dot(a, b):
+    return float(np.linalg.norm(np.asarray(a, dtype=float)) * np.linalg.norm(np.asarray(b, dtype=float)))
+"""),
+]
+
+RIGHT += [
+    Answer("dot", "math.fsum of the products, exactly rounded", """
+import math
+
+
+def dot(a, b):
+    return math.fsum(float(x) * float(y) for x, y in zip(a.tolist(), b.tolist()))
+"""),
+    Answer("cosine_similarity", "each vector divided by its infinity norm first", """
+def cosine_similarity(a, b):
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    top_a, top_b = np.linalg.norm(a, ord=np.inf), np.linalg.norm(b, ord=np.inf)
+    if top_a == 0.0 or top_b == 0.0:
+        raise ValueError("a zero vector has no direction")
+    a, b = a / top_a, b / top_b
+    return float(np.dot(a, b) / (np.linalg.norm(a) * np.linalg.norm(b)))
+"""),
+    Answer("softmax", "the maximum's -inf replaced in place, the sum's zeros replaced by 1", """
+def softmax(x, axis=-1):
+    x = np.asarray(x, dtype=np.float64)
+    m = np.max(x, axis=axis, keepdims=True)
+    m[np.isneginf(m)] = 0.0
+    e = np.exp(x - m)
+    s = np.sum(e, axis=axis, keepdims=True)
+    return e / np.where(s == 0.0, 1.0, s)
+"""),
+]

@@ -384,3 +384,16 @@ def kernel_name(q, k, v, backend, is_causal=False):
     return inner[0]
 """),
 ]
+
+RIGHT += [
+    Answer("attention_flops", "the closed form in integers (//)", """
+def attention_flops(batch, num_heads, seq_q, seq_k, head_dim, causal=False):
+    if not causal:
+        pairs = seq_q * seq_k
+    elif seq_q <= seq_k:
+        pairs = seq_q * seq_k - seq_q * (seq_q - 1) // 2
+    else:
+        pairs = seq_k * (seq_k + 1) // 2
+    return 4 * batch * num_heads * pairs * head_dim
+"""),
+]
