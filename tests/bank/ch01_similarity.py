@@ -238,3 +238,66 @@ WRONG += [
     _mutant("similarity_matrix", "computes the scores in float32", "return Q @ np.swapaxes(K, -1, -2)",
             "return np.float32(Q) @ np.swapaxes(np.float32(K), -1, -2)", message="Keep float64"),
 ]
+
+# Issue 34 audit (classes 2, 3, 6): similarity_matrix with batch dimensions written in ways that break them.
+WRONG += [
+    Answer("similarity_matrix", "an einsum without '...': only 2-D inputs", """
+def similarity_matrix(Q, K):
+    return np.einsum("id,jd->ij", Q, K)
+""", message="einsum"),
+    Answer("similarity_matrix", "np.dot with swapped K: np.dot does not broadcast batch dimensions", """
+def similarity_matrix(Q, K):
+    return np.dot(Q, np.swapaxes(K, -1, -2))
+""", message="np.dot"),
+    Answer("similarity_matrix", "transposes K as a 3-D array: K.transpose(0, 2, 1)", """
+def similarity_matrix(Q, K):
+    return Q @ K.transpose(0, 2, 1) if K.ndim == 3 else Q @ K.T
+""", message="K.T reverses every axis"),
+]
+
+RIGHT += [
+    Answer("similarity_matrix", "an einsum over the leading axes", """
+def similarity_matrix(Q, K):
+    return np.einsum("...id,...jd->...ij", Q, K)
+"""),
+    Answer("similarity_matrix", "np.matmul with K's last two axes moved", """
+def similarity_matrix(Q, K):
+    return np.matmul(Q, np.moveaxis(K, -1, -2))
+"""),
+]
+
+# Issue 34 audit: dot, cosine_similarity and softmax to 8 wrong / 3 right.
+WRONG += [
+    Answer("dot", "returns |a| |b|, the product of the norms", """
+def dot(a, b):
+    return float(np.linalg.norm(np.asarray(a, dtype=float)) * np.linalg.norm(np.asarray(b, dtype=float)))
+"""),
+]
+
+RIGHT += [
+    Answer("dot", "math.fsum of the products, exactly rounded", """
+import math
+
+
+def dot(a, b):
+    return math.fsum(float(x) * float(y) for x, y in zip(a.tolist(), b.tolist()))
+"""),
+    Answer("cosine_similarity", "each vector divided by its infinity norm first", """
+def cosine_similarity(a, b):
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    top_a, top_b = np.linalg.norm(a, ord=np.inf), np.linalg.norm(b, ord=np.inf)
+    if top_a == 0.0 or top_b == 0.0:
+        raise ValueError("a zero vector has no direction")
+    a, b = a / top_a, b / top_b
+    return float(np.dot(a, b) / (np.linalg.norm(a) * np.linalg.norm(b)))
+"""),
+    Answer("softmax", "the maximum's -inf replaced in place, the sum's zeros replaced by 1", """
+def softmax(x, axis=-1):
+    x = np.asarray(x, dtype=np.float64)
+    m = np.max(x, axis=axis, keepdims=True)
+    m[np.isneginf(m)] = 0.0
+    e = np.exp(x - m)
+    s = np.sum(e, axis=axis, keepdims=True)
+    return e / np.where(s == 0.0, 1.0, s)
+"""),
+]

@@ -242,3 +242,37 @@ def scaled_dot_product_attention(Q, K, V, mask=None):
             "    scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])\n",
             "    Q = Q.copy()\n    Q /= np.sqrt(Q.shape[-1])\n    scores = Q @ np.swapaxes(K, -1, -2)\n"),
 ]
+
+# Issue 34 audit: causal_mask off by one the other way, n_q > n_k clamped, a list instead of an array.
+WRONG += [
+    Answer("causal_mask", "off by one: each query also sees the next key", """
+def causal_mask(n_q, n_k=None):
+    n_k = n_q if n_k is None else n_k
+    return np.arange(n_k)[None, :] <= np.arange(n_q)[:, None] + (n_k - n_q) + 1
+""", message="one key from the future"),
+    Answer("causal_mask", "n_q > n_k: every query sees at least key 0", """
+def causal_mask(n_q, n_k=None):
+    n_k = n_q if n_k is None else n_k
+    last = np.maximum(np.arange(n_q) + (n_k - n_q), 0)
+    return np.arange(n_k)[None, :] <= last[:, None]
+""", message="see no key"),
+    Answer("causal_mask", "returns a nested list of booleans", """
+def causal_mask(n_q, n_k=None):
+    n_k = n_q if n_k is None else n_k
+    return [[j <= n_k - n_q + i for j in range(n_k)] for i in range(n_q)]
+""", message="should be a numpy.ndarray"),
+]
+
+RIGHT += [
+    Answer("causal_mask", "the distance i - j against n_q - n_k, with np.subtract.outer", """
+def causal_mask(n_q, n_k=None):
+    if n_k is None:
+        n_k = n_q
+    return np.subtract.outer(np.arange(n_q), np.arange(n_k)) >= n_q - n_k
+"""),
+    Answer("causal_mask", "the complement of the strict future, with np.triu", """
+def causal_mask(n_q, n_k=None):
+    n_k = n_q if n_k is None else n_k
+    return ~np.triu(np.ones((n_q, n_k), dtype=bool), k=n_k - n_q + 1)
+"""),
+]

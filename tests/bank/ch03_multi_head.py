@@ -285,3 +285,61 @@ def merge_heads(x):
         return self.out_proj(merge_heads(w.masked_fill(~allowed, 0.0) @ v))
 ''')),
 ]
+
+# Issue 34 audit: merge_heads and split_heads written in other wrong ways (axes, order, dtype, a check upside down).
+WRONG += [
+    Answer("merge_heads", "concatenates the heads along T (dim=1) instead of the last axis", """
+def merge_heads(x):
+    return torch.cat(x.unbind(dim=1), dim=1)
+""", message="the shape of"),
+    Answer("merge_heads", "flattens from dim 1: (B, T * H * Dh)", """
+def merge_heads(x):
+    return x.transpose(1, 2).flatten(1)
+""", message="the shape of"),
+    Answer("merge_heads", "puts the heads back in reverse order", """
+def merge_heads(x):
+    return torch.cat([x[:, h] for h in reversed(range(x.shape[1]))], dim=-1)
+""", message="reverse order"),
+    Answer("merge_heads", "casts to float32 (.float()): a float64 input comes back float32", """
+def merge_heads(x):
+    B, H, T, Dh = x.shape
+    return x.transpose(1, 2).reshape(B, T, H * Dh).float()
+""", message="should have dtype torch.float64"),
+    Answer("split_heads", "casts to float32 (.float()): a float64 input comes back float32", """
+def split_heads(x, num_heads):
+    B, T, D = x.shape
+    if D % num_heads:
+        raise ValueError(f"D={D} is not divisible by num_heads={num_heads}")
+    return x.float().view(B, T, num_heads, D // num_heads).transpose(1, 2)
+""", message="should have dtype torch.float64"),
+    Answer("split_heads", "the divisibility test upside down: num_heads % d_model", """
+def split_heads(x, num_heads):
+    B, T, D = x.shape
+    if num_heads % D:
+        raise ValueError(f"D={D} is not divisible by num_heads={num_heads}")
+    return x.view(B, T, num_heads, D // num_heads).transpose(1, 2)
+"""),
+]
+
+RIGHT += [
+    Answer("merge_heads", "permute, then flatten the last two axes", """
+def merge_heads(x):
+    return x.permute(0, 2, 1, 3).flatten(2)
+"""),
+    Answer("split_heads", "view and permute, then a contiguous copy", """
+def split_heads(x, num_heads):
+    batch, tokens, width = x.shape
+    if width % num_heads:
+        raise ValueError(f"width {width} does not split into {num_heads} heads")
+    return x.view(batch, tokens, num_heads, width // num_heads).permute(0, 2, 1, 3).contiguous()
+"""),
+]
+
+# Issue 34 audit (class 2): softmax written out without the max shift; the hidden "inputs times 30" cases give
+# scores far above 88, where float32's exp overflows.
+WRONG += [
+    _m("softmax by hand without the max shift: exp overflows for large scores",
+       ('weights = torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1)',
+        "e = torch.exp(scores).masked_fill(~allowed, 0.0)\n        weights = e / e.sum(dim=-1, keepdim=True)"),
+       message="large scores"),
+]

@@ -363,3 +363,58 @@ RIGHT += [
             "s = (q @ k.transpose(-1, -2) / self.head_dim ** 0.5).masked_fill(~mask, float('-inf'))\n"
             "        out = torch.exp(s - torch.logsumexp(s, dim=-1, keepdim=True)) @ v")),
 ]
+
+# Issue 34 audit: a ValueError that does not say why, integer exponents, the wrong denominator, a base ignored.
+WRONG += [
+    Answer("rope_frequencies", "a ValueError whose message does not say why", _swap(
+        _FREQUENCIES, 'raise ValueError("head_dim must be even")', 'raise ValueError(f"bad head_dim: {head_dim}")'),
+        message="its message should say why"),
+    Answer("rope_frequencies", "integer division in the exponent: every speed is 1", _swap(
+        _FREQUENCIES, "torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim",
+        "(torch.arange(0, head_dim, 2) // head_dim).double()"), message="integer division"),
+    Answer("rope_frequencies", "the exponent divided by head_dim / 2", _swap(
+        _FREQUENCIES, "torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim",
+        "torch.arange(0, head_dim, 2, dtype=torch.float64) / (head_dim // 2)"), message="head_dim / 2"),
+    Answer("LlamaAttention", "one ValueError for every bad configuration, whose message does not say why", _swap(
+        _LLAMA, 'raise ValueError("heads do not divide evenly, or head_dim is odd")',
+        'raise ValueError(f"invalid configuration: {d_model}, {num_heads}, {num_kv_heads}")'),
+        message="its message should say why"),
+    Answer("apply_rope", "the speeds from rope_frequencies(d): base ignored", _swap(
+        _ROPE, "rope_frequencies(d, base).to(wide)", "rope_frequencies(d).to(wide)"), message="base ignored"),
+    Answer("apply_rope", "computes in float64 and returns float64 for a float32 x", _swap(
+        _ROPE, "dim=-1).to(x.dtype)", "dim=-1).double()"), message="should have dtype torch.float32"),
+]
+
+RIGHT += [
+    Answer("rope_frequencies", "exp of -2i ln(base) / head_dim in float64", """
+import math
+
+
+def rope_frequencies(head_dim, base=10000.0):
+    if head_dim % 2:
+        raise ValueError(f"head_dim must be even, got {head_dim}")
+    pairs = torch.arange(head_dim // 2, dtype=torch.float64)
+    return torch.exp(-2.0 * pairs * math.log(base) / head_dim).to(torch.float32)
+"""),
+    Answer("apply_rope", "angles always in float64, halves rotated and the result cast back", """
+def apply_rope(x, positions, base=10000.0):
+    half = x.shape[-1] // 2
+    theta = rope_frequencies(x.shape[-1], base).double()
+    angles = positions.double().unsqueeze(-1) * theta
+    if positions.dim() == 2:
+        angles = angles.unsqueeze(1)
+    x1, x2 = x[..., :half].double(), x[..., half:].double()
+    y1 = x1 * angles.cos() - x2 * angles.sin()
+    y2 = x1 * angles.sin() + x2 * angles.cos()
+    return torch.cat((y1, y2), dim=-1).to(x.dtype)
+"""),
+]
+
+# Issue 34 audit (class 2): attention by hand without the max shift; the hidden "inputs times 30" case gives scores
+# far above 88, where float32's exp overflows.
+WRONG += [
+    mutant(ASSIGNMENT, "LlamaAttention", "attention by hand without the max shift: exp overflows for large scores",
+           ("out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)",
+            "e = torch.exp(q @ k.transpose(-1, -2) / self.head_dim ** 0.5).masked_fill(~mask, 0.0)\n"
+            "        out = (e / e.sum(dim=-1, keepdim=True)) @ v"), message="subtract each row's maximum"),
+]

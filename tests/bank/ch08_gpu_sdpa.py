@@ -207,6 +207,63 @@ def time_sdpa(q, k, v, backend, is_causal=False):
 """),
 ]
 
+# Issue 34 audit: achieved_tflops rounded, scaled to the wrong prefix, truncated; more right answers.
+WRONG += [
+    Answer("achieved_tflops", "rounds to two decimals, as for display", """
+def achieved_tflops(flops, seconds):
+    return round(flops / seconds / 1e12, 2)
+""", message="rounded"),
+    Answer("achieved_tflops", "divides by 1e15: PFLOP/s", """
+def achieved_tflops(flops, seconds):
+    return float(flops / seconds / 1e15)
+""", message="PFLOP/s"),
+    Answer("achieved_tflops", "truncates to an int", """
+def achieved_tflops(flops, seconds):
+    return int(flops / seconds / 1e12)
+""", message="should be a float"),
+    Answer("time_sdpa", "returns the Measurement itself, not its median", """
+def time_sdpa(q, k, v, backend, is_causal=False):
+    timer = benchmark.Timer("F.scaled_dot_product_attention(q, k, v, is_causal=c)",
+                            globals={"F": F, "q": q, "k": k, "v": v, "c": is_causal},
+                            num_threads=torch.get_num_threads())
+    with sdpa_kernel(backend):
+        return timer.blocked_autorange(min_run_time=0.2)
+""", message="should be a float"),
+    Answer("time_sdpa", "returns microseconds", """
+def time_sdpa(q, k, v, backend, is_causal=False):
+    timer = benchmark.Timer("F.scaled_dot_product_attention(q, k, v, is_causal=c)",
+                            globals={"F": F, "q": q, "k": k, "v": v, "c": is_causal},
+                            num_threads=torch.get_num_threads())
+    with sdpa_kernel(backend):
+        return float(timer.blocked_autorange(min_run_time=0.2).median * 1e6)
+""", message="not ms or us"),
+]
+
+RIGHT += [
+    Answer("achieved_tflops", "one division by seconds times 1e12", """
+def achieved_tflops(flops, seconds):
+    return flops / (seconds * 1e12)
+"""),
+    Answer("achieved_tflops", "exact fractions, converted at the end", """
+from fractions import Fraction
+
+
+def achieved_tflops(flops, seconds):
+    return float(Fraction(flops) / Fraction(seconds) / 10**12)
+"""),
+    Answer("time_sdpa", "the Timer built and run inside the backend's context, its median read at the end", """
+def time_sdpa(q, k, v, backend, is_causal=False):
+    with sdpa_kernel(backend):
+        measurement = benchmark.Timer(
+            stmt="F.scaled_dot_product_attention(q, k, v, is_causal=causal)",
+            globals={"F": F, "q": q, "k": k, "v": v, "causal": is_causal},
+            num_threads=torch.get_num_threads(),
+            label="sdpa",
+        ).blocked_autorange(min_run_time=0.2)
+    return float(measurement.median)
+"""),
+]
+
 # Wrong answers that trusted scoring cannot tell from right ones: the test cells run outside the student's
 # process, and the only inputs these functions take are tensors and a backend, so what the function did
 # inside (passed is_causal on, timed on how many threads, with which Timer method,
@@ -288,4 +345,55 @@ def time_sdpa(q, k, v, backend, is_causal=False):
     measurement = benchmark.Timer(stmt, globals=env, num_threads=torch.get_num_threads()).timeit(50)
     return measurement.median
 """, message="blocked_autorange"),
+]
+
+# Issue 34 audit (class 2): a closed form with /, exact for the small shapes but not above 2**53.
+WRONG += [
+    Answer("attention_flops", "the closed form with / 2: a float, rounded once the count passes 2**53", """
+def attention_flops(batch, num_heads, seq_q, seq_k, head_dim, causal=False):
+    if not causal:
+        pairs = seq_q * seq_k
+    elif seq_q <= seq_k:
+        pairs = seq_q * seq_k - seq_q * (seq_q - 1) / 2
+    else:
+        pairs = seq_k * (seq_k + 1) / 2
+    return int(4 * batch * num_heads * pairs * head_dim)
+""", message="above 2**53"),
+]
+
+# Issue 34 audit: kernel_name without the aten:: prefix; another right way to read the profile.
+WRONG += [
+    Answer("kernel_name", "strips the aten:: prefix from the op's name", """
+def kernel_name(q, k, v, backend, is_causal=False):
+    with quiet_stderr(), sdpa_kernel(backend), profile(activities=[ProfilerActivity.CPU]) as prof:
+        F.scaled_dot_product_attention(q, k, v, is_causal=is_causal)
+    name = next(e.name for e in prof.events() if e.name.startswith("aten::_scaled_dot_product"))
+    return name.split("::")[-1]
+""", message="Return the kernel inside the dispatcher"),
+]
+
+RIGHT += [
+    Answer("kernel_name", "nested with blocks, the first matching op in the profile's own event order", """
+def kernel_name(q, k, v, backend, is_causal=False):
+    with quiet_stderr():
+        with sdpa_kernel(backend):
+            with profile(activities=[ProfilerActivity.CPU]) as prof:
+                F.scaled_dot_product_attention(q, k, v, is_causal=is_causal)
+    names = [event.name for event in prof.events()]
+    inner = [name for name in names if name.startswith("aten::_scaled_dot_product")]
+    return inner[0]
+"""),
+]
+
+RIGHT += [
+    Answer("attention_flops", "the closed form in integers (//)", """
+def attention_flops(batch, num_heads, seq_q, seq_k, head_dim, causal=False):
+    if not causal:
+        pairs = seq_q * seq_k
+    elif seq_q <= seq_k:
+        pairs = seq_q * seq_k - seq_q * (seq_q - 1) // 2
+    else:
+        pairs = seq_k * (seq_k + 1) // 2
+    return 4 * batch * num_heads * pairs * head_dim
+"""),
 ]
