@@ -180,6 +180,7 @@ def test_a_killed_worker_is_graded_again_on_the_next_run(graded) -> None:
     [worker] = [int(line.split(":")[0]) for line in _processes(str(tmp)) if "autograder.worker" in line]
     os.kill(worker, signal.SIGKILL)
     _, stderr = process.communicate(timeout=120)
+    assert OutputFolder(out).grades.exists(), f"grade wrote no grades.csv (exit {process.returncode}): {stderr}"
     row = read_grades(out)[("sleepy", "toy")]
     assert process.returncode == 2 and row["reason"] == (
         "not graded: the grading process was killed while grading it (it is graded again on the next run)"), stderr
