@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 import zipfile
@@ -120,3 +121,14 @@ def require_sandbox() -> None:
         check()
     except SandboxUnavailable as error:
         pytest.fail(f"no grading sandbox can be made on this machine: {error}")
+
+
+def gradebook_scores(db: Path) -> dict[tuple[str, str], float]:
+    """(student_id, assignment) -> its points in the nbgrader gradebook ``db``: the manual points where a grader
+    gave them, else the automatic ones."""
+    query = ("select st.id, a.name, sum(coalesce(g.manual_score, g.auto_score, 0)) from grade g "
+             "join submitted_notebook n on g.notebook_id = n.id join submitted_assignment s on n.assignment_id = s.id "
+             "join assignment a on s.assignment_id = a.id join student st on s.student_id = st.id "
+             "group by st.id, a.name")
+    with sqlite3.connect(db) as connection:
+        return {(student, assignment): score for student, assignment, score in connection.execute(query)}

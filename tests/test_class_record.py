@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 import stat
 from pathlib import Path
 
@@ -18,8 +17,8 @@ from autograder.class_record import OutputUnavailable, open_output
 from autograder.layout import OutputFolder
 from autograder.records import CellResult, Options, Result, Task, Template
 from autograder.submissions import Found, find, select
-from tests.grading_helpers import (FIXTURE_SOURCE, InstantPool, grade_cli, read_grades, released_notebooks,
-                                   require_sandbox, solution_sources, student_notebook, write_zip)
+from tests.grading_helpers import (FIXTURE_SOURCE, InstantPool, grade_cli, gradebook_scores, read_grades,
+                                   released_notebooks, require_sandbox, solution_sources, student_notebook, write_zip)
 
 TOY = Template("toy", "key", Path("/nonexistent"), ("toy",), (("toy", "test_add", 1.0),))
 
@@ -214,13 +213,6 @@ def _reference(released: dict[str, Path], assignment: str) -> str:
                                        solution_sources(FIXTURE_SOURCE / assignment / f"{assignment}.ipynb")))
 
 
-def _gradebook_scores(db: Path) -> dict[tuple[str, str], float]:
-    query = ("select st.id, a.name, sum(g.auto_score) from grade g join submitted_notebook n on g.notebook_id = n.id "
-             "join submitted_assignment s on n.assignment_id = s.id join assignment a on s.assignment_id = a.id "
-             "join student st on s.student_id = st.id group by st.id, a.name")
-    with sqlite3.connect(db) as connection:
-        return {(student, assignment): score for student, assignment, score in connection.execute(query)}
-
 
 @pytest.mark.slow
 def test_grading_another_assignment_into_the_folder_keeps_the_earlier_ones(tmp_path: Path) -> None:
@@ -241,13 +233,13 @@ def test_grading_another_assignment_into_the_folder_keeps_the_earlier_ones(tmp_p
         ("ada_11", "toy"): ("5", "11"), ("bo_12", "toy"): ("5", "12"), ("ada_11", "toy_torch"): ("2", "11"),
         ("bo_12", "toy_torch"): ("2", "12")}
     assert all(any(out.feedback(s, a).glob("*.html")) for s, a in grades), "a feedback page was deleted"
-    assert _gradebook_scores(out.gradebook) == {("ada_11", "toy"): 5.0, ("bo_12", "toy"): 5.0,
+    assert gradebook_scores(out.gradebook) == {("ada_11", "toy"): 5.0, ("bo_12", "toy"): 5.0,
                                                 ("ada_11", "toy_torch"): 2.0, ("bo_12", "toy_torch"): 2.0}
     # Another folder sharing this gradebook (--db), where ada's toy is 'no submission', zeroes none of it.
     shared = grade_cli(second, "--out", tmp_path / "other", "--source", FIXTURE_SOURCE, "--jobs", "2", "--quiet",
                        "--db", f"sqlite:///{out.gradebook}")
     assert shared.returncode == 0, shared.stderr
-    assert _gradebook_scores(out.gradebook)[("ada_11", "toy")] == 5.0, "a shared gradebook lost ada's grade"
+    assert gradebook_scores(out.gradebook)[("ada_11", "toy")] == 5.0, "a shared gradebook lost ada's grade"
     # ada's toy was not in the second zip: the pair is found from the hand-in the folder kept.
     assert "\ntoy,ada_11,bo_12," in out.similarity.read_text()
     report = out.report.read_text()

@@ -7,7 +7,6 @@ and gradebook score intact after each step."""
 from __future__ import annotations
 
 import json
-import sqlite3
 import subprocess
 import sys
 import time
@@ -19,21 +18,14 @@ import pytest
 from autograder.layout import OutputFolder
 from autograder.nbgrader_course import course_id
 from course import ROOT
-from tests.grading_helpers import (grade_cli, read_grades, released_notebooks, require_sandbox, solution_sources,
-                                   student_notebook, write_zip)
+from tests.grading_helpers import (grade_cli, gradebook_scores, read_grades, released_notebooks, require_sandbox,
+                                   solution_sources, student_notebook, write_zip)
 from tests.test_manual_grading import manual_course
 
 WRONG_ADD = "def add(a, b):\n    return a - b"
 FIGURE = {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
           "source": "import matplotlib.pyplot as plt\nplt.plot([1, 2, 3])\nplt.show()"}
 
-
-def _gradebook_scores(db: Path) -> dict[tuple[str, str], float]:
-    query = ("select st.id, a.name, sum(coalesce(g.manual_score, g.auto_score, 0)) from grade g "
-             "join submitted_notebook n on g.notebook_id = n.id join submitted_assignment s on n.assignment_id = s.id "
-             "join assignment a on s.assignment_id = a.id join student st on s.student_id = st.id group by st.id, a.name")
-    with sqlite3.connect(db) as connection:
-        return {(student, assignment): score for student, assignment, score in connection.execute(query)}
 
 
 def _assert_intact(out: OutputFolder, expected: dict[tuple[str, str], tuple[str, str]],
@@ -45,7 +37,7 @@ def _assert_intact(out: OutputFolder, expected: dict[tuple[str, str], tuple[str,
     assert all(grades[k]["reason"].startswith("not graded: no submission") for k in missing)
     for student, assignment in expected:
         assert any(out.feedback(student, assignment).glob("*.html")), f"{student}/{assignment}: no feedback page"
-    scores = _gradebook_scores(out.gradebook)
+    scores = gradebook_scores(out.gradebook)
     assert {k: v for k, v in scores.items() if k not in missing} == {k: float(s) for k, (s, _) in expected.items()}
 
 
