@@ -15,12 +15,18 @@ from dataclasses import replace
 from importlib import metadata
 from pathlib import Path
 
-from autograder import canvas_feedback, collect, export, student_tree
-from autograder.limits import Limits
-from autograder.records import SOURCE, Options
-from autograder.release import release
-from autograder.submissions import STAGING_BYTES
-from autograder.similarity import DEFAULT_THRESHOLD
+from autograder.lms import canvas_feedback
+
+from autograder.grading import collect
+
+from autograder.lms import export
+
+from autograder.submissions import student_tree
+from autograder.sandbox.limits import Limits
+from autograder.grading.options import SOURCE, Options
+from autograder.grading.release import release
+from autograder.submissions.find import STAGING_BYTES
+from autograder.reports.similarity import DEFAULT_THRESHOLD
 from course import ROOT
 from course.chapters import slugs
 
@@ -114,7 +120,7 @@ def _usage_problem(args: argparse.Namespace) -> str:
         if args.secret_file and args.secret_file.resolve().is_relative_to(folder):
             return (f"--secret-file {args.secret_file} is inside {name} ({folder}): it would be released with the "
                     "course or read by the notebooks graded; keep it outside")
-    from autograder.assignments import course_notebooks
+    from autograder.grading.templates import course_notebooks
 
     course = sorted(set(course_notebooks(source).values()))
     unknown = [a for a in args.assignment if a not in course]
@@ -174,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
     if problem:
         print(f"error: {problem}", file=sys.stderr)
         return USAGE_ERROR
-    from autograder.grade import grade
+    from autograder.grading.run import grade
 
     jobs = 1 if args.scheduler else len(os.sched_getaffinity(0)) if args.jobs is None else args.jobs
     limits = replace(DEFAULT, memory_bytes=int(args.memory * GiB), cpu_seconds=args.timeout,

@@ -295,7 +295,7 @@ def call_with_inputs(function: Callable[..., Any], *args: Any, **kwargs: Any) ->
     Graded, the call runs in the student's kernel on copies: the arguments it changed come back as new values
     and the test's own objects never change, so an oracle computed from them stays the grader's. In one process
     (the student's own kernel) they are the test's objects themselves."""
-    from autograder.handles import RemoteObject, call_with_inputs as remote_call
+    from autograder.channel.handles import RemoteObject, call_with_inputs as remote_call
 
     verify_untampered()
     try:
@@ -333,11 +333,11 @@ def hidden_seed(base: int) -> int:
 
     In a plain kernel (plain ``nbgrader autograde``, a student's own run, the tests' harness) it is ``base``.
     Under ``python -m autograder grade`` the trusted runner binds the hand-in's key in the test cells' namespace
-    (`autograder.secret.HIDDEN_KEY`), and the seed is derived from it and ``base``
-    (`autograder.secret.derived_seed`): other for every student, resubmission and instructor's secret, the same
+    (`autograder.harness.hidden_seed.HIDDEN_KEY`), and the seed is derived from it and ``base``
+    (`autograder.harness.hidden_seed.derived_seed`): other for every student, resubmission and instructor's secret, the same
     on a rerun of the same hand-in. Call it from the test cell's own code (or a function the cell defines):
     the key is looked up in the caller's globals."""
-    from autograder.secret import HIDDEN_KEY, derived_seed
+    from autograder.harness.hidden_seed import HIDDEN_KEY, derived_seed
 
     key = sys._getframe(1).f_globals.get(HIDDEN_KEY)  # noqa: SLF001 - the calling test cell's namespace
     return derived_seed(key, base) if isinstance(key, str) and key else int(base)

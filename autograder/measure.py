@@ -5,11 +5,11 @@ code (``/proc/PID/clear_refs``), and afterwards ``peak.bytes`` is how far its re
 above what it held when the block began (``VmHWM`` minus ``VmRSS``, from ``/proc/PID/status``), and
 ``peak.retained`` how much more it still held when the block ended (what an object built in the block keeps).
 Under trusted scoring that process is the sandboxed kernel and the block runs in the harness
-(`autograder.trusted_execute` sets `TARGET`), so no student code can change the figure. Run in the
+(`autograder.harness.execute` sets `TARGET`), so no student code can change the figure. Run in the
 kernel itself (plain ``nbgrader autograde``, the student's own notebook) it measures itself.
 
 The kernel's allocator returns large blocks to the system at once (``MALLOC_MMAP_THRESHOLD_``, set by
-`autograder.sandbox`), so memory freed before the block does not hide memory used in it.
+`autograder.sandbox.bwrap`), so memory freed before the block does not hide memory used in it.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
-"""The records the grader passes around: options, assignment templates, tasks, the jobs sent to workers and
+"""The records the grader passes around: assignment templates, tasks, the jobs sent to workers and
 the results they send back.
 
-They live here, apart from the modules that make and use them (`autograder.grade`,
-`autograder.assignments`, `autograder.gradebook`), so that no two of those import each other. A `Job`
+They live here, apart from the modules that make and use them (`autograder.grading.run`,
+`autograder.grading.templates`, `autograder.reports.gradebook`), so that no two of those import each other. A `Job`
 and a `Result` are each written to JSON and read back in one place: `Job.to_json` and `read_job`,
 `Result.to_dict` and `Result.from_dict`.
 """
@@ -14,40 +14,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 from pathlib import Path
 
-from autograder.limits import Limits
-from autograder.submissions import STAGING_BYTES
-from course import ROOT
-
-SOURCE = ROOT / "solutions"  # the nbgrader source assignments graded by default
-
-
-@dataclass(frozen=True)
-class Options:
-    """Everything `grade` needs; the CLI fills it from its arguments (its defaults are these)."""
-
-    submissions: Path
-    out: Path
-    jobs: int
-    db_url: str = ""
-    source: Path = SOURCE
-    limits: Limits = Limits()
-    unpacked_bytes: int = STAGING_BYTES  # what a zip of submissions may unpack in all
-    isolate: bool = True
-    warm: bool = True  # fork kernels from a preloaded process per assignment (`autograder.zygote`); False: --cold
-    progress: bool = True
-    scheduler: str = ""  # a Dask scheduler's address: grade there (`autograder.cluster`) instead of locally
-    similarity_threshold: float | None = None  # list pairs this similar (`autograder.similarity`); None: off
-    assignments: tuple[str, ...] = ()  # grade only these (all when empty)
-    students: tuple[str, ...] = ()  # grade only these students (all when empty)
-    force: bool = False  # grade again what is stored
-    secret_file: Path | None = None  # the secret of the hidden inputs (`autograder.secret`); None: DIR's own
-
-    @property
-    def grading_key(self) -> str:
-        """Part of each task's cache key (`autograder.tasks`): what else than the submission and the template
-        changes a grade. Results graded under other limits, or with the sandbox on or off, are graded again."""
-        return f"{self.limits.to_json()}:{self.isolate}"
-
+from autograder.sandbox.limits import Limits
 
 @dataclass(frozen=True)
 class Template:
@@ -61,7 +28,7 @@ class Template:
     cells: tuple[tuple[str, str, float], ...]  # (notebook, grade_id, max points), notebook order
     preload: tuple[str, ...] = ()  # modules the kernel imports before student code (`course.chapters.Chapter`)
     packages: tuple[str, ...] | None = None  # the only installed packages the kernel sees (None: every one)
-    forbid: tuple[str, ...] = ()  # the chapter's rules (`autograder.rules`): calls its kernel cannot make
+    forbid: tuple[str, ...] = ()  # the chapter's rules (`autograder.sandbox.rules`): calls its kernel cannot make
 
     @property
     def gradebook(self) -> Path:
@@ -95,16 +62,16 @@ class Task:
 @dataclass(frozen=True)
 class Job:
     """One submission to grade, as the grader hands it to a worker: a line of the local workers' protocol
-    (`to_json`, `read_job`), or an argument of a cluster's task (`autograder.cluster`)."""
+    (`to_json`, `read_job`), or an argument of a cluster's task (`autograder.workers.dask_pool`)."""
 
     template: Template  # the assignment's template: its folder, and the modules its kernels preload
     notebooks: dict[str, str | None]  # notebook name -> the submitted file's path (None: not handed in)
     limits: Limits
     isolate: bool  # False: the kernel runs without the sandbox (resource limits only)
     scratch: str = ""  # the folder of the job's temporary folders ('' for the system's)
-    warm: bool = True  # fork the kernel from a zygote of its preload set (`autograder.warm`); False: start it cold
+    warm: bool = True  # fork the kernel from a zygote of its preload set (`autograder.sandbox.warm`); False: start it cold
     zygote: str = ""  # the address of that zygote, which the pool running the job started ('' : start it cold)
-    hidden_key: str = ""  # the hand-in's key, hidden tests' seeds derive from it (`autograder.secret`); '': fixed
+    hidden_key: str = ""  # the hand-in's key, hidden tests' seeds derive from it (`autograder.grading.secret`); '': fixed
 
     @property
     def assignment(self) -> str:
@@ -156,7 +123,7 @@ class CellResult:
     points: float
     max_points: float
     passed: bool  # points >= max_points
-    message: str  # the failure's message ('' when it passed), as `autograder.feedback.cell_message` reads it
+    message: str  # the failure's message ('' when it passed), as `autograder.harness.feedback.cell_message` reads it
     manual: bool = False  # a manually graded answer or task: its points are given by hand, in the gradebook
 
 
@@ -170,7 +137,7 @@ class Result:
     status: str  # "graded" | "failed" | "done"
     reason: str = ""  # why it failed; for a graded submission, the notes ('' when none)
     cells: tuple[CellResult, ...] = ()  # one per graded test cell, in notebook order
-    timings: dict[str, float] = field(default_factory=dict)  # phase -> seconds (`autograder.worker`)
+    timings: dict[str, float] = field(default_factory=dict)  # phase -> seconds (`autograder.harness.notebook`)
     feedback: dict[str, str] = field(default_factory=dict)  # feedback page's file name -> its HTML
     transient: bool = False
     autograded: dict[str, str] = field(default_factory=dict)  # notebook name -> the autograded notebook (JSON)

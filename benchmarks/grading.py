@@ -7,7 +7,7 @@ forked from a sandboxed process per assignment) and `--cold` (one fresh sandboxe
 The class: each student hands in every assignment, half with the reference solution and half with the blank
 exercise notebook. Every run does the same work from a cold start: plain nbgrader generates each assignment
 (nbgrader's GenerateAssignment, as `release` and the autograder's templates do:
-`autograder.nbgrader_course.generate_assignment`, in this process), then runs `nbgrader autograde` and
+`autograder.harness.nbgrader_course.generate_assignment`, in this process), then runs `nbgrader autograde` and
 `nbgrader generate_feedback` per assignment, one after another, on a course folder made for it; the autograder
 runs once per mode on an empty output folder (it generates its templates too) with `--jobs` workers.
 
@@ -34,9 +34,9 @@ from pathlib import Path
 from statistics import mean
 
 from autograder import NBGRADER_CONFIG
-from autograder.layout import OutputFolder
-from autograder.nbgrader_course import generate_assignment, nbgrader_environment
-from autograder.state import stored_results
+from autograder.reports.layout import OutputFolder
+from autograder.harness.nbgrader_course import generate_assignment, nbgrader_environment
+from autograder.reports.state import stored_results
 from benchmarks.memory import MiB, Memory, PeakMemory
 from course import ROOT
 from course.chapters import chapter

@@ -6,13 +6,13 @@
    each differently written right answer of the bank (``tests/bank``) are handed in as one student each
    (that cell filled in, the others left as released), and every pair is compared as ``grade`` compares
    students. The distribution of their similarity is what the default threshold
-   (`autograder.similarity.DEFAULT_THRESHOLD`) is chosen from: a pair below MIN_SHARED shared fingerprints
+   (`autograder.reports.similarity.DEFAULT_THRESHOLD`) is chosen from: a pair below MIN_SHARED shared fingerprints
    is never listed and counts as 0.
 2. Copies: each assignment's reference solution against a copy of it with every identifier renamed, the
    solution cells in reverse order, the comments reworded and the indentation changed.
 3. Cost: 300 synthetic students on one assignment (each solution cell a random reference, right or wrong
    answer of the bank, or left blank; identifiers renamed per student), written as notebooks and compared
-   as ``grade`` compares them (`autograder.similarity.assignment_pairs`), timed.
+   as ``grade`` compares them (`autograder.reports.similarity.assignment_pairs`), timed.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ import time
 import tokenize
 from pathlib import Path
 
-from autograder.similarity import DEFAULT_THRESHOLD, MIN_SHARED, assignment_pairs, similar_pairs
+from autograder.reports.similarity import DEFAULT_THRESHOLD, MIN_SHARED, assignment_pairs, similar_pairs
 from course.chapters import chapter
 from course.notebooks import solution_sources, student_notebook
 from tests import bank

@@ -27,7 +27,7 @@ class Chapter:
     optional: bool = False
     preload: tuple[str, ...] = ()  # what a grading kernel imports before student code: torch, transformers
     packages: tuple[str, ...] | None = None  # the only installed packages its kernel sees (None: all of them)
-    forbid: tuple[str, ...] = ()  # its rules (`autograder.rules.RULES`): library calls its task forbids
+    forbid: tuple[str, ...] = ()  # its rules (`autograder.sandbox.rules.RULES`): library calls its task forbids
 
     @property
     def number(self) -> int:

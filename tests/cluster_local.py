@@ -19,7 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-from autograder.guards import kill_group
+from autograder.sandbox.guards import kill_group
 from course import ROOT
 
 DASK = str(Path(sys.executable).parent / "dask")

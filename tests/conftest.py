@@ -7,7 +7,7 @@ import os
 from collections.abc import Iterator
 
 # Test cells run here and the student's code in another process, each waiting on the other: OpenMP threads
-# that spin while they wait would take the cores from the process that works (as autograder.pool does).
+# that spin while they wait would take the cores from the process that works (as autograder.workers.pool does).
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import pytest  # noqa: E402

@@ -2,10 +2,10 @@
 
 Used by the wrong-answer bank: hundreds of variants cannot each afford a kernel start. The student's
 cells (answers, and the given cells too) run in a stand-in for the kernel, one long-lived
-``python -m autograder.served`` subprocess reset between notebooks; the test cells run here, in
-`autograder.test_cells.TrustedCells`, reaching the notebook's names through the channel
-(`autograder.remote`), exactly as the grader runs them: which cell is a test, given or the student's
-is the grader's own `autograder.test_cells.cell_kind`. The scoring follows nbgrader's rule for
+``python -m autograder.channel.served`` subprocess reset between notebooks; the test cells run here, in
+`autograder.harness.graded_cells.TrustedCells`, reaching the notebook's names through the channel
+(`autograder.channel.session`), exactly as the grader runs them: which cell is a test, given or the student's
+is the grader's own `autograder.harness.graded_cells.cell_kind`. The scoring follows nbgrader's rule for
 autograded test cells: a test cell earns its points when it raises nothing and nothing (its own
 output or the student code it called) writes to stderr. `tests/test_grading.py` checks that this
 agrees with a real `python -m autograder grade` on a sample of variants.
@@ -23,10 +23,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from autograder import measure
-from autograder.remote import Session, wait_for_connection
-from autograder.sandbox import MALLOC
-from autograder.secret import HIDDEN_KEY
-from autograder.test_cells import CellKind, CellRun, TrustedCells, answer_names, cell_kind
+from autograder.channel.session import Session, wait_for_connection
+from autograder.sandbox.bwrap import MALLOC
+from autograder.harness.hidden_seed import HIDDEN_KEY
+from autograder.harness.graded_cells import CellKind, CellRun, TrustedCells, answer_names, cell_kind
 from course.chapters import chapter
 from course.notebooks import code_cells
 
@@ -56,7 +56,7 @@ class StandIn:
         listener.bind(path)
         listener.listen(1)
         env = dict(os.environ, **MALLOC, OMP_WAIT_POLICY="PASSIVE")
-        self.process = subprocess.Popen([sys.executable, "-m", "autograder.served", path], env=env)
+        self.process = subprocess.Popen([sys.executable, "-m", "autograder.channel.served", path], env=env)
         self.sock = wait_for_connection(listener, time.monotonic() + 60)
         listener.close()
         self.last: Session | None = None
@@ -92,7 +92,7 @@ def run_notebook(stand_in: StandIn, assignment: str, replacements: dict[str, str
                  hidden_key: str = "") -> list[TestCell]:
     """Run the solution notebook top to bottom in ``stand_in`` (the session's ``bank_kernel``, tests/conftest.py)
     with cells replaced by grade_id; score its test cells. With a ``hidden_key`` the hidden
-    tests draw their inputs as `grade` does for a hand-in of that key (`autograder.secret`); without one, from
+    tests draw their inputs as `grade` does for a hand-in of that key (`autograder.grading.secret`); without one, from
     their fixed seeds, as in a plain kernel."""
     replacements = dict(replacements or {})
     cells = code_cells(chapter(assignment).solution)

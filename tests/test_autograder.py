@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from autograder.layout import OutputFolder
-from autograder.safe_html import CSP_META
+from autograder.reports.layout import OutputFolder
+from autograder.harness.safe_html import CSP_META
 from tests.grading_helpers import (FIXTURE_SOURCE, HIDDEN_MARKER, ROOT, SCORES_BY_STUDENT, grade_cli, read_grades,
                                    solution_sources, student_notebook, write_submission, write_zip)
 
@@ -166,11 +166,11 @@ def test_folder_zip_and_nothing_gradable(first_run) -> None:
 def test_a_relative_out_folder_is_made_absolute(tmp_path: Path, monkeypatch) -> None:
     """Workers run in the repository root, so `--out DIR` relative to the instructor's folder must be resolved
     before they get it (a relative DIR once failed while generating the assignments)."""
-    import autograder.grade
+    import autograder.grading.run
     from autograder.__main__ import main
 
     seen = []
-    monkeypatch.setattr(autograder.grade, "grade", lambda options: seen.append(options) or 0)
+    monkeypatch.setattr(autograder.grading.run, "grade", lambda options: seen.append(options) or 0)
     monkeypatch.chdir(tmp_path)
     (tmp_path / "submissions").mkdir()
     assert main(["grade", "submissions", "--out", "graded", "--quiet"]) == 0

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from autograder.layout import OutputFolder
-from autograder.sandbox import SOCKET_LINKS
+from autograder.reports.layout import OutputFolder
+from autograder.sandbox.bwrap import SOCKET_LINKS
 from tests.grading_helpers import (FIXTURE_SOURCE, ROOT, grade_cli, read_grades, require_sandbox,
                                    solution_sources, student_notebook)
 
@@ -138,13 +138,13 @@ def _processes(marker: str) -> list[str]:
 
 
 def _kernel_runs_in(line: str) -> bool:
-    """Whether the process of a `_processes` line is a kernel: a cold one (``python -m autograder.kernel``) or a
-    warm one (forked by ``autograder.zygote``, named by its one-time token, ag<12 hex>)."""
+    """Whether the process of a `_processes` line is a kernel: a cold one (``python -m autograder.sandbox.kernel``) or a
+    warm one (forked by ``autograder.sandbox.zygote``, named by its one-time token, ag<12 hex>)."""
     try:
         name = Path(f"/proc/{line.split(':')[0]}/comm").read_text().strip()
     except OSError:
         return False
-    return "autograder.kernel" in line or re.fullmatch(r"ag[0-9a-f]{12}", name) is not None
+    return "autograder.sandbox.kernel" in line or re.fullmatch(r"ag[0-9a-f]{12}", name) is not None
 
 
 def _kernel_runs(marker: str) -> bool:
@@ -154,7 +154,7 @@ def _kernel_runs(marker: str) -> bool:
 
 def _start(graded, name: str, seconds: int, jobs: int = 1) -> tuple[subprocess.Popen, Path, Path]:
     """Start grading one student whose notebook sleeps ``seconds`` with ``jobs`` workers (two or more: forked from
-    one warm process, `autograder.worker_forks`); returns the process, its TMPDIR and DIR, once its kernel runs."""
+    one warm process, `autograder.workers.forks`); returns the process, its TMPDIR and DIR, once its kernel runs."""
     folder = graded["root"] / name
     (folder / "subs" / "sleepy" / "toy").mkdir(parents=True)
     (folder / "subs" / "sleepy" / "toy" / "toy.ipynb").write_bytes(
@@ -177,7 +177,7 @@ def _start(graded, name: str, seconds: int, jobs: int = 1) -> tuple[subprocess.P
 
 def test_a_killed_worker_is_graded_again_on_the_next_run(graded) -> None:
     process, tmp, out = _start(graded, "killed-worker", 4)
-    [worker] = [int(line.split(":")[0]) for line in _processes(str(tmp)) if "autograder.worker" in line]
+    [worker] = [int(line.split(":")[0]) for line in _processes(str(tmp)) if "autograder.harness.notebook" in line]
     os.kill(worker, signal.SIGKILL)
     _, stderr = process.communicate(timeout=120)
     assert OutputFolder(out).grades.exists(), f"grade wrote no grades.csv (exit {process.returncode}): {stderr}"
@@ -196,7 +196,7 @@ def test_a_killed_zygote_is_the_graders_failure_and_graded_again(graded) -> None
     student's; the rest of the run grades cold (the zygote is gone) and a rerun grades the student warm."""
     process, tmp, out = _start(graded, "killed-zygote", 4)
     zygotes = [int(line.split(":")[0]) for line in _processes(str(tmp))
-               if "autograder.zygote" in line and not _kernel_runs_in(line)]
+               if "autograder.sandbox.zygote" in line and not _kernel_runs_in(line)]
     assert zygotes, _processes(str(tmp))
     for pid in zygotes:
         os.kill(pid, signal.SIGKILL)

@@ -1,7 +1,7 @@
-"""The channel between the trusted harness and the student's kernel (`autograder.channel`, `autograder.tensors`,
-`autograder.served`, `autograder.remote`): what crosses, what is refused, and what a broken kernel costs.
+"""The channel between the trusted harness and the student's kernel (`autograder.channel.wire`, `autograder.channel.tensors`,
+`autograder.channel.served`, `autograder.channel.session`): what crosses, what is refused, and what a broken kernel costs.
 
-The session tests talk to a real ``python -m autograder.served`` subprocess (the bank's stand-in kernel);
+The session tests talk to a real ``python -m autograder.channel.served`` subprocess (the bank's stand-in kernel);
 the refusal tests drive the trusted side with frames written by hand over a socket pair.
 """
 
@@ -16,10 +16,10 @@ import numpy as np
 import pytest
 import torch
 
-from autograder.channel import ChannelError, Codec, Frame, Limits, Ref, recv_frame, send_frame
-from autograder.handles import RemoteObject
-from autograder.remote import RemoteError, Session
-from autograder.tensors import TrustedStorages, encode_plain
+from autograder.channel.wire import ChannelError, Codec, Frame, Limits, Ref, recv_frame, send_frame
+from autograder.channel.handles import RemoteObject
+from autograder.channel.session import RemoteError, Session
+from autograder.channel.tensors import TrustedStorages, encode_plain
 from tests.harness import StandIn
 
 STUDENT = '''

@@ -13,10 +13,11 @@ from pathlib import Path
 import pytest
 
 from autograder.__main__ import main
-from autograder.class_record import OutputUnavailable, open_output
-from autograder.layout import OutputFolder
-from autograder.records import CellResult, Options, Result, Task, Template
-from autograder.submissions import Found, find, select
+from autograder.reports.class_record import OutputUnavailable, open_output
+from autograder.reports.layout import OutputFolder
+from autograder.grading.options import Options
+from autograder.records import CellResult, Result, Task, Template
+from autograder.submissions.find import Found, find, select
 from tests.grading_helpers import (FIXTURE_SOURCE, InstantPool, grade_cli, gradebook_scores, read_grades,
                                    released_notebooks, require_sandbox, solution_sources, student_notebook, write_zip)
 
@@ -24,7 +25,7 @@ TOY = Template("toy", "key", Path("/nonexistent"), ("toy",), (("toy", "test_add"
 
 
 class RecordingGradebook:
-    """Stands in for `autograder.gradebook.ClassGradebook`: which (student, assignment) each run recorded."""
+    """Stands in for `autograder.reports.gradebook.ClassGradebook`: which (student, assignment) each run recorded."""
 
     recorded: list[tuple[str, str, str]] = []
 
@@ -40,7 +41,8 @@ class RecordingGradebook:
 
 
 def _run(tmp_path: Path, monkeypatch, tasks: list[Task], result: Result, capsys=None) -> tuple[int, str]:
-    from autograder import grade, gradebook
+    from autograder.grading import run as grade
+    from autograder.reports import gradebook
 
     monkeypatch.setattr(gradebook, "ClassGradebook", RecordingGradebook)
     RecordingGradebook.recorded = []

@@ -12,15 +12,16 @@ from pathlib import Path
 
 import pytest
 
-from autograder import pool as pool_module
+from autograder.workers import pool as pool_module
 from autograder.__main__ import main
-from autograder.assignments import prepare_templates
-from autograder.grade import _handed_in
-from autograder.limits import Limits
-from autograder.layout import OutputFolder
-from autograder.records import CellResult, Job, Options, Result, Task, Template
-from autograder.state import load_state, save_state
-from autograder.submissions import find
+from autograder.grading.templates import prepare_templates
+from autograder.grading.run import _handed_in
+from autograder.sandbox.limits import Limits
+from autograder.reports.layout import OutputFolder
+from autograder.grading.options import Options
+from autograder.records import CellResult, Job, Result, Task, Template
+from autograder.reports.state import load_state, save_state
+from autograder.submissions.find import find
 from course import ROOT
 from tests.grading_helpers import FIXTURE_SOURCE, InstantPool, NoGradebook, read_grades
 
@@ -167,7 +168,7 @@ def test_release_copies_only_the_assignments_own_files(tmp_path: Path) -> None:
     import shutil
 
     from autograder.records import GenerateJob, Template
-    from autograder.worker import generate
+    from autograder.harness.notebook import generate
 
     source = tmp_path / "course" / "source"
     shutil.copytree(FIXTURE_SOURCE / "toy", source / "toy")
@@ -184,7 +185,8 @@ def test_release_copies_only_the_assignments_own_files(tmp_path: Path) -> None:
 
 
 def test_a_rerun_shows_a_tasks_note_once(tmp_path: Path, monkeypatch) -> None:
-    from autograder import gradebook, grade
+    from autograder.reports import gradebook
+    from autograder.grading import run as grade
 
     monkeypatch.setattr(gradebook, "ClassGradebook", NoGradebook)
     template = Template("toy", "key", tmp_path / "template", ("toy",), (("toy", "test_add", 1.0),))

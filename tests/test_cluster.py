@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from autograder.layout import OutputFolder
-from autograder.state import stored_results
+from autograder.reports.layout import OutputFolder
+from autograder.reports.state import stored_results
 from tests.cluster_local import LocalCluster
 from tests.grading_helpers import (FIXTURE_SOURCE, ROOT, grade_cli, read_grades, solution_sources,
                                    student_notebook, write_submission)

@@ -1,7 +1,7 @@
 """A kernel's home is a filesystem of its own, as large as ``--disk`` (issue 32, item 6): a write past it fails
 at once with ENOSPC, with no polling, whatever the kernel writes (a big file, empty files, links with 4 KB
 targets, folders), and a notebook that leaves its home full is not graded: too large
-(`autograder.home`).
+(`autograder.sandbox.home`).
 
 One class is graded with ``--disk 32 --jobs 2`` as root and as uid 65534, warm and ``--cold``: four hoarders,
 one for each kind of entry, fill their homes and keep what they wrote; a prober writes past the limit, is
@@ -21,10 +21,10 @@ from pathlib import Path
 
 import pytest
 
-from autograder.home import CAPABILITIES, inode_count, is_full, tmpfs_options
-from autograder.layout import OutputFolder
-from autograder.limits import Limits
-from autograder.sandbox import command, environment, prepare_home
+from autograder.sandbox.home import CAPABILITIES, inode_count, is_full, tmpfs_options
+from autograder.reports.layout import OutputFolder
+from autograder.sandbox.limits import Limits
+from autograder.sandbox.bwrap import command, environment, prepare_home
 from tests import sandbox_attacks as attacks
 from tests.grading_helpers import (read_grades, released_notebooks, require_sandbox, student_notebook,
                                    write_submission)
@@ -75,8 +75,8 @@ def test_a_home_with_no_block_or_no_inode_left_is_full() -> None:
 
 # A cold kernel's first step, then what it holds: its capabilities, its home's size, inodes and files.
 OWNS_HOME = '''import json, os
-from autograder.home import own_home
-from autograder.limits import Limits
+from autograder.sandbox.home import own_home
+from autograder.sandbox.limits import Limits
 own_home(Limits(disk_bytes={disk}))
 status = dict(line.split(":", 1) for line in open("/proc/self/status"))
 usage = os.statvfs(os.environ["HOME"])

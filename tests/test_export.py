@@ -1,7 +1,7 @@
 """`python -m autograder export`: grades back into the instructor's own Canvas and Moodle gradebook exports.
 
 No kernels: ``DIR/grades.csv`` is made by the grader's own steps from a Canvas submissions zip
-(`autograder.submissions.from_zip`, `autograder.tasks.make_tasks`, `autograder.csv_files.write_grades`)
+(`autograder.submissions.find.from_zip`, `autograder.grading.tasks.make_tasks`, `autograder.reports.grades_csv.write_grades`)
 with scores the test chooses, or written directly as a folder of submissions would have it; the
 exports are written as Canvas and Moodle write them. Most checks run the real command line.
 """
@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from autograder.csv_files import write_grades
-from autograder.layout import OutputFolder
-from autograder.lms_table import read_table
+from autograder.reports.grades_csv import write_grades
+from autograder.reports.layout import OutputFolder
+from autograder.lms.table import read_table
 from autograder.records import Template
-from autograder.submissions import from_zip
-from autograder.tasks import make_tasks
+from autograder.submissions.find import from_zip
+from autograder.grading.tasks import make_tasks
 from course import ROOT
 from tests.grading_helpers import write_zip
 

@@ -1,5 +1,5 @@
-"""Fast unit tests: what a student's feedback keeps of a graded notebook (`autograder.feedback`), that its page
-shows and never runs what the student wrote (`autograder.safe_html`), and the class report (`autograder.report`),
+"""Fast unit tests: what a student's feedback keeps of a graded notebook (`autograder.harness.feedback`), that its page
+shows and never runs what the student wrote (`autograder.harness.safe_html`), and the class report (`autograder.reports.report`),
 without grading anything."""
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder.feedback import (HIDDEN_OUTPUT, HIDDEN_PLACEHOLDER, OUTPUT_LIMIT, cell_message, hidden_lines,
+from autograder.harness.feedback import (HIDDEN_OUTPUT, HIDDEN_PLACEHOLDER, OUTPUT_LIMIT, cell_message, hidden_lines,
                                  WRAP_STYLE, incidents, sanitize_for_feedback, shorten, wrapped)
-from autograder.safe_html import CSP_META, with_csp
+from autograder.harness.safe_html import CSP_META, with_csp
 from autograder.records import CellResult, Result, Template
-from autograder.report import failure_summary, failures, not_attempted, render_report, student_table
+from autograder.reports.report import failure_summary, failures, not_attempted, render_report, student_table
 
 HIDDEN_TEST = "x = 1\n### BEGIN HIDDEN TESTS\nassert secret_check(add)\n### END HIDDEN TESTS\n"
 
@@ -376,7 +376,7 @@ def test_a_hidden_test_of_an_unattempted_function_counts_as_not_attempted() -> N
 
 
 def test_the_student_table_comes_before_the_code_and_shows_late_names_links_and_pending() -> None:
-    from autograder.similarity import Pair, Similarity
+    from autograder.reports.similarity import Pair, Similarity
 
     rows, templates = _rows()
     rows[0] |= {"late": True, "lms_name": "Ada Lovelace"}

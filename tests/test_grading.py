@@ -11,9 +11,9 @@ import json
 
 import pytest
 
-from autograder.layout import OutputFolder
-from autograder.secret import hand_in_key, load_secret
-from autograder.state import stored_results
+from autograder.reports.layout import OutputFolder
+from autograder.grading.secret import hand_in_key, load_secret
+from autograder.reports.state import stored_results
 from tests import bank
 from course.chapters import chapter, slugs
 from course.notebooks import solution_sources, student_notebook

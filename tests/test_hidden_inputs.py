@@ -1,4 +1,4 @@
-"""Hidden tests draw their inputs from the instructor's secret (`autograder.secret`,
+"""Hidden tests draw their inputs from the instructor's secret (`autograder.grading.secret`,
 `autograder.checks.hidden_seed`): fixed in a plain kernel, per hand-in under `grade`; the secret never
 leaves the grading process."""
 
@@ -12,10 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from autograder.layout import OutputFolder
-from autograder.records import CellResult, Options, Result, Task, Template
-from autograder.secret import HIDDEN_KEY, SecretUnusable, derived_seed, hand_in_key, load_secret
-from autograder.test_cells import TrustedCells
+from autograder.reports.layout import OutputFolder
+from autograder.grading.options import Options
+from autograder.records import CellResult, Result, Task, Template
+from autograder.grading.secret import SecretUnusable, hand_in_key, load_secret
+from autograder.harness.hidden_seed import HIDDEN_KEY, derived_seed
+from autograder.harness.graded_cells import TrustedCells
 from course.chapters import chapter, chapters
 from course.notebooks import code_cells, solution_sources, student_notebook
 from tests.grading_helpers import InstantPool, NoGradebook, grade_cli, read_grades, write_submission
@@ -94,7 +96,8 @@ class RecordingPool(InstantPool):
 
 
 def _keys(tmp_path: Path, out: Path, tasks: list[Task], monkeypatch, secret_file: Path | None = None) -> list[str]:
-    from autograder import gradebook, grade
+    from autograder.reports import gradebook
+    from autograder.grading import run as grade
 
     monkeypatch.setattr(gradebook, "ClassGradebook", NoGradebook)
     pool = RecordingPool(Result("graded", "", (CellResult(CH1.notebook, "test_dot", 1.0, 1.0, True, ""),)))

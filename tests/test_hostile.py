@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from tests import sandbox_attacks as attacks
-from autograder.layout import OutputFolder
-from autograder.state import stored_results
+from autograder.reports.layout import OutputFolder
+from autograder.reports.state import stored_results
 from tests.grading_helpers import (FIXTURE_SOURCE, HIDDEN_MARKER, grade_cli, read_grades,
                                    require_sandbox, solution_sources, student_notebook, write_submission)
 
@@ -166,7 +166,7 @@ def _build_class(folder: Path, released: dict[str, Path], machine: dict) -> dict
     deleted["cells"] = [c for c in deleted["cells"]
                         if c["metadata"].get("nbgrader", {}).get("grade_id") not in ("test_add", "test_add_hidden")]
     submit("deletes-tests", deleted)
-    # A deleted test cell is put back from the released notebook (autograder.restore_cells), with a note: the
+    # A deleted test cell is put back from the released notebook (autograder.submissions.restore), with a note: the
     # reference answers then earn every point, as they would with the tests in place.
     expected["deletes-tests"] = (5, True, "deleted: restored from")
     submit("always_equal", student_notebook(toy, _answers(add=ALWAYS_EQUAL)))

@@ -14,8 +14,8 @@ import zipfile
 from pathlib import Path
 
 from autograder.records import Template
-from autograder.submissions import find, from_zip
-from autograder.tasks import make_tasks
+from autograder.submissions.find import find, from_zip
+from autograder.grading.tasks import make_tasks
 from tests.grading_helpers import write_zip
 
 NOTEBOOKS = {"similarity.ipynb": "01_similarity", "scaled_attention.ipynb": "02_scaled_attention"}
@@ -179,11 +179,11 @@ def test_the_lms_names_reach_the_class_record_and_the_report_escaped(tmp_path: P
     """Before, `Task.lms_name` was never filled: the report's name column never showed."""
     from dataclasses import replace
 
-    from autograder.class_record import class_rows, row
-    from autograder.layout import OutputFolder
+    from autograder.reports.class_record import class_rows, row
+    from autograder.reports.layout import OutputFolder
     from autograder.records import Result
-    from autograder.report import render_report
-    from autograder.state import save_state, stored_rows
+    from autograder.reports.report import render_report
+    from autograder.reports.state import save_state, stored_rows
 
     canvas = write_zip(tmp_path / "canvas.zip", {"lovelaceada_1001_5001_similarity.ipynb": b"nb"})
     moodle = write_zip(tmp_path / "moodle.zip", {

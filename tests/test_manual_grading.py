@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from autograder.layout import OutputFolder
-from autograder.nbgrader_course import course_id
+from autograder.reports.layout import OutputFolder
+from autograder.harness.nbgrader_course import course_id
 from course import ROOT
 from tests.grading_helpers import (FIXTURE_SOURCE, grade_cli, read_grades, released_notebooks, require_sandbox,
                                    solution_sources, student_notebook, write_submission)

@@ -28,11 +28,11 @@ from pathlib import Path
 
 import pytest
 
-from autograder.layout import OutputFolder
-from autograder.limits import Limits
-from autograder.sandbox import command, environment, new_channel, prepare_home
-from autograder.trusted_execute import SOCKET_UMASK
-from autograder.warm import Zygote, ZygoteClient
+from autograder.reports.layout import OutputFolder
+from autograder.sandbox.limits import Limits
+from autograder.sandbox.bwrap import command, environment, new_channel, prepare_home
+from autograder.harness.execute import SOCKET_UMASK
+from autograder.sandbox.warm import Zygote, ZygoteClient
 from tests import sandbox_attacks as attacks
 from tests.grading_helpers import (read_grades, require_sandbox, student_notebook,
                                    write_submission)
@@ -237,7 +237,7 @@ REFUSED = {"exchange", "symlink", "create", "unlink", "chmod"}
 
 
 def _bound(channel) -> socket.socket:
-    """The grader's socket in ``channel``, made as `autograder.trusted_execute` makes it."""
+    """The grader's socket in ``channel``, made as `autograder.harness.execute` makes it."""
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     previous = os.umask(SOCKET_UMASK)
     try:

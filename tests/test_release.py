@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.release import release
+from autograder.grading.release import release
 from course import ROOT
 from course.chapters import chapter, slugs
 from course.notebooks import only_notebook

@@ -1,6 +1,6 @@
 """A notebook whose nbgrader cell metadata is gone (issue 33, item 12): a Colab copy keeps the cells but not
 their metadata, cells pasted into a fresh notebook keep only the code. Before, nbgrader found no cell to
-grade, and the row read 0 with an empty reason. `autograder.restore_cells` matches the student's cells to the
+grade, and the row read 0 with an empty reason. `autograder.submissions.restore` matches the student's cells to the
 assignment's by the functions they define and restores the rest from the released notebook; the row says so.
 """
 
@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from autograder.records import Template
-from autograder.restore_cells import defined_names, restore
-from autograder.submissions import from_folder
-from autograder.tasks import make_tasks
+from autograder.submissions.restore import defined_names, restore
+from autograder.submissions.find import from_folder
+from autograder.grading.tasks import make_tasks
 from course.chapters import chapter
 from course.notebooks import solution_sources
 from tests.grading_helpers import grade_cli, read_grades, write_submission

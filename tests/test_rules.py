@@ -1,12 +1,12 @@
 """Chapters "by hand" cannot be answered by the library (issue 32, item 7).
 
 - A NumPy chapter's kernel sees only numpy (and what ipykernel needs): ``import torch`` fails there
-  (`autograder.site_view`), so chapter 7 can no longer call torch's fused CPU flash kernel.
+  (`autograder.sandbox.site_view`), so chapter 7 can no longer call torch's fused CPU flash kernel.
 - A chapter whose task forbids fused attention (registry ``forbid: [fused_attention]``: 3, 9 and 11) has
-  torch's SDPA operators raise in its kernel before the first student cell (`autograder.rules.install`),
+  torch's SDPA operators raise in its kernel before the first student cell (`autograder.sandbox.rules.install`),
   and a graded definition that names one (or ``flex_attention``, which no ``torch.library`` kernel reaches)
-  loses its tests, with a message that names the rule (`autograder.rules.broken`,
-  `autograder.trusted_execute`).
+  loses its tests, with a message that names the rule (`autograder.sandbox.rules.broken`,
+  `autograder.harness.execute`).
 
 The slow test grades the attacks (the issue's three, and chapter 11's top-k attention through SDPA) and the
 reference answers through the real CLI.
@@ -21,9 +21,9 @@ import sys
 
 import pytest
 
-from autograder import rules
-from autograder.layout import OutputFolder
-from autograder.site_view import shown_entries, site_folders
+from autograder.sandbox import rules
+from autograder.reports.layout import OutputFolder
+from autograder.sandbox.site_view import shown_entries, site_folders
 from course.chapters import chapter, chapters
 from course.notebooks import solution_sources
 from tests.bank.ch11_sparse import SDPA_TOPK
@@ -135,7 +135,7 @@ def test_the_source_check_ignores_sentences_and_code_outside_graded_definitions(
 
 INSTALLED = '''
 import torch, torch.nn.functional as F
-from autograder import kernel
+from autograder.sandbox import kernel
 held = kernel.preload(("torch",))
 q = torch.randn(1, 2, 8, 4, requires_grad=True)
 calls = {"sdpa": lambda: F.scaled_dot_product_attention(q, q, q),
@@ -201,8 +201,8 @@ def test_the_library_answers_lose_points_and_the_references_keep_them(graded) ->
 NO_TORCH = '''
 import subprocess, sys, tempfile
 from pathlib import Path
-from autograder.limits import Limits
-from autograder.sandbox import command, environment, prepare_home
+from autograder.sandbox.limits import Limits
+from autograder.sandbox.bwrap import command, environment, prepare_home
 
 home = Path(sys.argv[1])
 prepare_home(home)

@@ -21,10 +21,10 @@ from pathlib import Path
 
 import pytest
 
-from autograder.layout import OutputFolder
-from autograder.limits import Limits
-from autograder.pool import Pool, WorkerStartError
-from autograder.sandbox import command, environment, prepare_home, socket_link
+from autograder.reports.layout import OutputFolder
+from autograder.sandbox.limits import Limits
+from autograder.workers.pool import Pool, WorkerStartError
+from autograder.sandbox.bwrap import command, environment, prepare_home, socket_link
 from course import ROOT
 from tests import sandbox_attacks as attacks
 from tests.grading_helpers import (FIXTURE_SOURCE, HIDDEN_MARKER, grade_cli, read_grades,
@@ -190,7 +190,7 @@ def test_the_sandbox_has_no_network_and_its_own_processes(tmp_path) -> None:
 
 def test_an_environment_under_tmp_stays_visible(monkeypatch, tmp_path) -> None:
     # CI may clone the course (and its .venv) under /tmp: the private /tmp must be mounted before it is bound.
-    from autograder import sandbox
+    from autograder.sandbox import bwrap as sandbox
 
     monkeypatch.setattr(sandbox, "_python_dirs", lambda: ["/tmp/checkout/.venv"])
     args = command(tmp_path, tmp_path, Limits(), {}, ["python"])
@@ -221,10 +221,10 @@ def test_a_kernel_under_a_long_tmpdir_binds_its_sockets_through_the_short_link(t
 MEASURES = '''
 import subprocess, sys, time
 from pathlib import Path
-from autograder.limits import Limits
+from autograder.sandbox.limits import Limits
 from autograder.measure import TARGET, peak_memory
-from autograder.sandbox import command, environment, prepare_home
-from autograder.trusted_execute import kernel_pid
+from autograder.sandbox.bwrap import command, environment, prepare_home
+from autograder.harness.execute import kernel_pid
 
 home = Path(sys.argv[1])
 (home / "hog.py").write_text("import time, os, numpy\\nwhile not os.path.exists('go'): time.sleep(0.05)\\n"

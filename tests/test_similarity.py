@@ -1,4 +1,4 @@
-"""Fast unit tests of the similarity report (`autograder.similarity`): notebooks built here, nothing executed."""
+"""Fast unit tests of the similarity report (`autograder.reports.similarity`): notebooks built here, nothing executed."""
 
 from __future__ import annotations
 
@@ -11,10 +11,11 @@ import nbformat
 import pytest
 
 from autograder.__main__ import main
-from autograder.layout import OutputFolder
-from autograder.records import SOURCE, CellResult, Options, Result, Task, Template
-from autograder.report import render_report
-from autograder.similarity import (DEFAULT_THRESHOLD, MAX_CODE_CHARS, REFERENCE, Similarity, assignment_pairs,
+from autograder.reports.layout import OutputFolder
+from autograder.grading.options import SOURCE, Options
+from autograder.records import CellResult, Result, Task, Template
+from autograder.reports.report import render_report
+from autograder.reports.similarity import (DEFAULT_THRESHOLD, MAX_CODE_CHARS, REFERENCE, Similarity, assignment_pairs,
                                    class_similarity, similar_pairs,
                                    write_similarity)
 from benchmarks.similarity import copies, independent_right_answers, rename
@@ -159,7 +160,8 @@ def _template(folder: Path) -> Template:
 
 
 def test_similarity_reaches_the_instructor_never_the_feedback(tmp_path: Path, monkeypatch) -> None:
-    from autograder import gradebook, grade
+    from autograder.reports import gradebook
+    from autograder.grading import run as grade
 
     # Every submission "graded" at once, with a feedback page of its own.
     pool = InstantPool(Result("graded", "", (CellResult(CH1.notebook, "test_dot", 1.0, 1.0, True, ""),),

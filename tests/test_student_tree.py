@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.student_tree import LEFT_OUT, tracked_files, write_student_tree
+from autograder.submissions.student_tree import LEFT_OUT, tracked_files, write_student_tree
 from course import ROOT
 from course.chapters import chapter, slugs
 from course.notebooks import code_cells

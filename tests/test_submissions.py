@@ -1,4 +1,4 @@
-"""Finding submissions (autograder/submissions.py): a folder, a zip of that layout, and Canvas's zip.
+"""Finding submissions (autograder/submissions/find.py): a folder, a zip of that layout, and Canvas's zip.
 
 Pure Python, no kernels: each test builds a folder or a zip in a temporary directory and checks which
 student, assignment and file each notebook is staged as, and that nothing lands outside the staging
@@ -14,12 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from autograder import staging, submissions
-from autograder.csv_files import spreadsheet_safe, write_grades
-from autograder.layout import OutputFolder
+from autograder.submissions import staging
+
+from autograder.submissions import find as submissions
+from autograder.reports.grades_csv import spreadsheet_safe, write_grades
+from autograder.reports.layout import OutputFolder
 from autograder.records import Template
-from autograder.submissions import SubmissionsUnreadable, find, from_folder, from_zip, select, valid_student_id
-from autograder.tasks import make_tasks
+from autograder.submissions.find import SubmissionsUnreadable, find, from_folder, from_zip, select, valid_student_id
+from autograder.grading.tasks import make_tasks
 from tests.grading_helpers import write_zip
 
 NOTEBOOKS = {"similarity.ipynb": "01_similarity", "scaled_attention.ipynb": "02_scaled_attention"}

@@ -7,9 +7,9 @@ from __future__ import annotations
 import nbformat
 import pytest
 
-from autograder.channel import ChannelError
-from autograder.feedback import incidents
-from autograder.progress import Progress
+from autograder.channel.wire import ChannelError
+from autograder.harness.feedback import incidents
+from autograder.grading.progress import Progress
 from autograder.records import Task
 from tests.harness import StandIn
 

@@ -1,6 +1,6 @@
 """Nothing the kernel sends changes the grader (issue 32, items 2, 3, 4, 9 and 10), at the channel itself.
 
-Each test talks to a real ``python -m autograder.served`` stand-in kernel (or drives the trusted side with frames
+Each test talks to a real ``python -m autograder.channel.served`` stand-in kernel (or drives the trusted side with frames
 written by hand) and plays one attack of a student who has read the grader: the kernel's random state, values
 written back into the test's arrays, a handle posing as a tensor, a few bytes that become gigabytes, a student's
 OSError taken for the channel's failure. `tests/test_trusted_oracles.py` grades submissions doing the same.
@@ -17,10 +17,10 @@ import pytest
 import torch
 
 from autograder import checks
-from autograder.channel import ChannelError, Frame, Ref, recv_frame, send_frame
-from autograder.handles import RemoteObject, _class_of
-from autograder.remote import Session
-from autograder.tensors import TrustedStorages
+from autograder.channel.wire import ChannelError, Frame, Ref, recv_frame, send_frame
+from autograder.channel.handles import RemoteObject, _class_of
+from autograder.channel.session import Session
+from autograder.channel.tensors import TrustedStorages
 
 STUDENT = '''
 import numpy as np, torch, torch.nn as nn

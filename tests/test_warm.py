@@ -1,4 +1,4 @@
-"""Warm kernels (`autograder.warm`) are as isolated from each other as cold ones: two kernels forked by one
+"""Warm kernels (`autograder.sandbox.warm`) are as isolated from each other as cold ones: two kernels forked by one
 zygote at the same time cannot see, signal, trace or touch each other, the zygote or the worker; no state of
 one reaches the next; none holds a privilege or a network; a kill or the zygote's close leaves nothing.
 
@@ -158,9 +158,10 @@ def test_kill_and_close_leave_nothing_running(run: Run) -> None:
 
 @pytest.mark.sandbox
 def test_the_start_up_check_passes_here_and_says_why_a_leaky_kernel_fails(monkeypatch) -> None:
-    """`autograder.warm.check` forks a real probe: it passes on this machine, and a probe that finds a leak makes
+    """`autograder.sandbox.warm.check` forks a real probe: it passes on this machine, and a probe that finds a leak makes
     it raise with what the probe found (the run then grades cold and says why: `isolation_line`)."""
-    from autograder import grade, warm
+    from autograder.grading import run as grade
+    from autograder.sandbox import warm
 
     warm.check()
     leaky = "import os, sys\nopen(os.path.join(os.environ['HOME'], 'probe.txt'), 'w').write('it sees /secret')\n"
@@ -178,8 +179,8 @@ def test_the_workers_import_what_the_test_cells_import_and_not_the_solutions() -
     """`test_imports` reads the test cells (visible and hidden) of the source notebooks only: chapter 6's hidden
     tests compare with Hugging Face's Llama, chapter 1's need no torch, and the other cells' imports are left
     out (the kernel runs those)."""
-    from autograder.assignments import test_imports
-    from autograder.records import SOURCE
+    from autograder.grading.templates import test_imports
+    from autograder.grading.options import SOURCE
 
     assert "transformers.models.llama.modeling_llama" in test_imports(SOURCE, ["06_rope"])
     first = test_imports(SOURCE, ["01_similarity"])
@@ -191,9 +192,9 @@ def test_the_workers_import_what_the_test_cells_import_and_not_the_solutions() -
 def test_a_kernel_forked_after_torch_was_imported_runs_torch_on_two_threads() -> None:
     """Fork safety: the zygote imports torch and runs no torch operation, so a kernel forked from it starts its
     own thread pools. A parallel matmul on two threads (OpenMP) and numpy's BLAS finish, and agree."""
-    from autograder.limits import Limits
-    from autograder.sandbox import environment, prepare_home
-    from autograder.warm import Zygote, ZygoteClient
+    from autograder.sandbox.limits import Limits
+    from autograder.sandbox.bwrap import environment, prepare_home
+    from autograder.sandbox.warm import Zygote, ZygoteClient
 
     probe = """import os, sys, numpy, torch
 torch.set_num_threads(2)

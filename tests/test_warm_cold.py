@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from autograder.layout import OutputFolder
-from autograder.state import stored_results
+from autograder.reports.layout import OutputFolder
+from autograder.reports.state import stored_results
 from course.chapters import chapters
 from course.notebooks import solution_sources, student_notebook
 from tests.bank import modules

@@ -1,4 +1,4 @@
-"""Sibling attacks on warm kernels (`autograder.warm`), for tests/test_warm.py: `run` drives one zygote as
+"""Sibling attacks on warm kernels (`autograder.sandbox.warm`), for tests/test_warm.py: `run` drives one zygote as
 the user who runs it and returns what every probe saw as a `Verdict`; the tests judge it.
 
 Run as root in the test process, and as uid 65534 as a script (``python warm_probes.py HOST PORT`` prints the
@@ -22,9 +22,9 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from autograder.limits import Limits
-from autograder.sandbox import environment, prepare_home, socket_link
-from autograder.warm import WarmKernel, Zygote, ZygoteClient
+from autograder.sandbox.limits import Limits
+from autograder.sandbox.bwrap import environment, prepare_home, socket_link
+from autograder.sandbox.warm import WarmKernel, Zygote, ZygoteClient
 
 WAIT = 60.0
 

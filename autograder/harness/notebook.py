@@ -1,0 +1,397 @@
+"""Grade one submission with nbgrader in a sandboxed kernel: `grade_submission`, and the worker process around it.
+
+`grade_submission(job, notebooks)` is the one entry point that grades a job (`autograder.records.Job`:
+the assignment's template folder, the limits, the modules to preload); it takes the notebooks' bytes
+and returns an `autograder.records.Result` (scores, reasons, timings and the feedback HTML), writing
+nothing outside its own temporary folder. It runs only in a worker process of `autograder.workers.pool`: the
+local run's workers, or on a cluster the single worker of each Dask worker thread
+(`autograder.workers.dask_worker`), so that a hostile notebook takes down no more than its own worker.
+
+For each job it builds a throw-away nbgrader course: the assignment's released files as the source,
+the submission as ``submitted/student/<assignment>/`` and a copy of the template gradebook (made by
+``nbgrader generate_assignment``, so autograde restores locked cells and hidden tests from it).
+nbgrader's Autograde runs each notebook in a sandboxed kernel whose only writable folder is the kernel's
+home (a tmpfs as large as the disk limit, which the worker reaches by a descriptor: `autograder.sandbox.home`): forked warm
+by the zygote of the job's preload set (`autograder.sandbox.warm`, `autograder.sandbox.zygote`; its home under the
+zygote's folder of homes), or cold, inside bubblewrap (`autograder.sandbox.bwrap`; its home the job's
+``kernel/``). Its test cells run elsewhere: `autograder.harness.execute.TrustedExecute` (in place
+of nbgrader's Execute) runs them here, in this worker, where no student code ever runs, reaching the
+notebook's names through the channel (`autograder.channel.session`). The scores are read back from the gradebook, hidden
+test code is removed, outputs shortened and nbgrader's GenerateFeedback writes the HTML.
+
+`autograder.workers.pool` starts ``python -m autograder.harness.notebook`` processes, or forks them warm
+(`autograder.workers.forks`, which calls `run`): each says it is ready once nbgrader is imported, then reads one job per line (JSON, `autograder.records.Job.to_json`) on stdin and
+answers one result per line (`autograder.records.Result.to_json`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import resource
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+# jsonschema (imported by nbformat) compiles ~40 grammars at import when rfc3987_syntax is installed,
+# for a string format ("iri") that notebook validation never checks: about 2 s per worker. Skip it.
+sys.modules.setdefault("rfc3987_syntax", None)
+
+import nbformat  # noqa: E402
+
+from autograder.harness.feedback import (MESSAGE_LIMIT, FeedbackExporter, cell_message, incidents,  # noqa: E402
+                                 sanitize_for_feedback, shorten, wrapped)
+from autograder.sandbox.guards import die_with_parent, read_kernel_file, watch_parent  # noqa: E402
+from autograder.sandbox.home import KernelHome, inode_count  # noqa: E402
+from autograder.harness.nbgrader_course import (course_config, generate_assignment, run_converter,  # noqa: E402
+                                         use_inprocess_alembic)  # noqa: E402
+from autograder.sandbox.limits import WORKER_HEADROOM  # noqa: E402
+from autograder.records import CellResult, GenerateJob, Job, Result, read_job  # noqa: E402
+from autograder.harness.safe_html import with_csp  # noqa: E402
+from autograder.sandbox.bwrap import (KERNEL_NAME, Channel, environment, kernel_argv, new_channel, prepare_home,  # noqa: E402
+                                socket_link, write_kernelspec)
+from autograder.harness.execute import SPENT, TrustedExecute, kernel_pid  # noqa: E402
+from autograder.sandbox.warm import WarmLaunch, WarmStartUnavailable, ZygoteClient, client_for  # noqa: E402
+from nbgrader.converters import Autograde  # noqa: E402
+from nbgrader.preprocessors import Execute  # noqa: E402
+
+STUDENT = "student"
+STARTUP_SECONDS = 120  # how long a kernel may take to start (nbgrader's startup timeout)
+MANUAL_PENDING = "Pending: this answer is graded by hand. Its score is not given yet (the 0 shown is not final)."
+_launches: list[float] = []
+_homes: list[KernelHome] = []  # this job's kernel home, when sandboxed: reached once the kernel has mounted it
+_warm: list[WarmLaunch] = []  # this job's warm start, if it has one: its kernel is forked, not launched
+
+
+def grading_config(course: Path, db_url: str, cell_timeout: int, home: Path, sockets: Path, channel: Channel,
+                   hidden_key: str = ""):
+    """nbgrader's config for one job's throw-away course: the sandbox kernel, its connection file in ``home``,
+    reached over Unix sockets in ``sockets`` (a short link to ``home``: `autograder.sandbox.bwrap.socket_link`); the
+    trusted harness's sockets in ``channel``."""
+    config = course_config(course, db_url, source_directory="source", submitted_directory="submitted",
+                           autograded_directory="autograded", feedback_directory="feedback")
+    config.Execute.timeout = cell_timeout
+    config.Execute.kernel_name = KERNEL_NAME
+    config.Execute.interrupt_on_timeout = True
+    config.Execute.startup_timeout = STARTUP_SECONDS
+    config.Execute.iopub_timeout = 10
+    config.Execute.raise_on_iopub_timeout = False
+    config.Execute.shutdown_kernel = "immediate"  # every output is in by then: no goodbye round trip to wait for
+    config.KernelManager.transport = "ipc"
+    config.KernelManager.ip = str(sockets / "k")
+    config.KernelManager.connection_file = str(home / "connection.json")
+    # nbgrader's LimitOutput keeps at most this many lines of each output in the autograded notebook (what this
+    # worker holds and the messages are read from); `autograder.harness.feedback.sanitize_for_feedback` then cuts
+    # each remaining output to characters for the student's page (a line can be as long as a whole flood).
+    config.Autograde.autograde_preprocessors = [
+        TrustedExecute if step is Execute else step
+        for step in Autograde.class_traits()["autograde_preprocessors"].default()]
+    config.TrustedExecute.channel_folder = str(channel.link)
+    config.TrustedExecute.hidden_key = hidden_key
+    config.GenerateFeedback.exporter_class = FeedbackExporter
+    config.LimitOutput.max_lines = 200
+    config.LimitOutput.max_traceback = 60
+    return config
+
+
+def generate(job: GenerateJob) -> Result:
+    """The template of one assignment in ``job.template.folder``: its released files and its gradebook."""
+    template = job.template
+    template.folder.mkdir(parents=True, exist_ok=True)
+    error_log = generate_assignment(template.assignment, Path(job.root), job.source_directory,
+                                    template.released.parent, f"sqlite:///{template.gradebook}")
+    if error_log:
+        return Result("failed", f"nbgrader generate_assignment {template.assignment} failed: "
+                                f"{_failure_reason(error_log)}")
+    return Result("done")
+
+
+def _failure_reason(log_text: str) -> str:
+    """The one line of nbgrader's error log that says why (a dead kernel, a timeout, bad JSON...)."""
+    patterns = [
+        (r"DeadKernelError|Kernel died", "the kernel died while running the notebook (memory or CPU time limit, "
+                                         "or the notebook ended its own process)"),
+        (r"UnresponsiveKernelError|became unresponsive", "the kernel stopped responding (an infinite loop that "
+                                                         "ignores interrupts?)"),
+        (r"NotJSONError|JSONDecodeError|Notebook does not appear to be JSON", "the notebook file is not valid JSON"),
+        (r"ValidationError|not valid", "the notebook file is not a valid notebook"),
+        (r"RuntimeError: Kernel didn't respond|Kernel didn't respond", "the kernel did not start in time"),
+    ]
+    for pattern, reason in patterns:
+        if re.search(pattern, log_text):
+            return reason
+    lines = [line for line in log_text.strip().splitlines() if line.strip()]
+    return shorten(lines[-1] if lines else "nbgrader could not grade the notebook", MESSAGE_LIMIT)
+
+
+def _read_scores(db_url: str, assignment: str, notebooks: list[str], course: Path) -> tuple[CellResult, ...]:
+    """Each graded cell's result, in notebook order. A manually graded answer or task (no auto score) is left
+    for manual grading: flagged, its points 0 until given by hand, and its feedback says so (`MANUAL_PENDING`,
+    as the cell's comment)."""
+    from nbgrader.api import Gradebook
+
+    cells = []
+    with Gradebook(db_url) as gradebook:
+        for name in notebooks:
+            autograded = course / "autograded" / STUDENT / assignment / f"{name}.ipynb"
+            notebook = nbformat.read(autograded, as_version=4) if autograded.exists() else None
+            by_id = {c.metadata.get("nbgrader", {}).get("grade_id"): c for c in notebook.cells} if notebook else {}
+            order = {grade_id: i for i, grade_id in enumerate(by_id)}
+            grades = gradebook.find_submission_notebook(name, assignment, STUDENT).grades
+            for grade in sorted(grades, key=lambda g: (order.get(g.name, len(order)), g.name)):
+                points = float(grade.score or 0.0)
+                cell = by_id.get(grade.name)
+                if grade.auto_score is None:
+                    gradebook.find_comment(grade.name, name, assignment, STUDENT).auto_comment = MANUAL_PENDING
+                    cells.append(CellResult(name, grade.name, 0.0, float(grade.max_score), False, MANUAL_PENDING,
+                                            manual=True))
+                    continue
+                message = "this test cell is missing from the submitted notebook" if cell is None else cell_message(cell)
+                cells.append(CellResult(name, grade.name, points, float(grade.max_score),
+                                        points >= float(grade.max_score), message))
+        gradebook.db.commit()
+    return tuple(cells)
+
+
+def _record_launches() -> None:
+    """nbgrader's kernel manager, subclassed once per process: note when each kernel is launched, fork a warm one
+    (`autograder.sandbox.warm.WarmLaunch`), reach a sandboxed kernel's home (`autograder.sandbox.home.KernelHome`) before
+    anything connects to it, and note how full it was left before its sockets are removed."""
+    import nbgrader.preprocessors.execute as execute
+    from jupyter_client.asynchronous import AsyncKernelClient
+    from jupyter_client.utils import run_sync
+    from traitlets import Type
+
+    from autograder.harness.kernel_client import ReadyKernelClient
+
+    if getattr(execute.AsyncKernelManager, "records_launches", False):
+        return
+
+    class LaunchTimedKernelManager(execute.AsyncKernelManager):
+        records_launches = True
+        client_factory = Type(ReadyKernelClient, klass=AsyncKernelClient)
+
+        async def _async_launch_kernel(self, kernel_cmd, **kw):
+            _launches.append(time.time())
+            if not _warm:
+                launched = await super()._async_launch_kernel(kernel_cmd, **kw)
+                process = self.provisioner.process
+                find = lambda: kernel_pid(process.pid)  # noqa: E731 - bwrap's, then the kernel's
+            else:  # a warm kernel: forked by the zygote, held by the provisioner as its process (`autograder.sandbox.warm`)
+                process = _warm[0].spawn(self.connection_file)
+                self.provisioner.process, self.provisioner.pid, self.provisioner.pgid = process, None, None
+                self._reconcile_connection_info(self.provisioner.connection_info)
+                launched, find = None, process.kernel_pid
+            if _homes:  # nothing connects to its sockets before its home is its own tmpfs
+                await _homes[0].wait(find, process.poll, STARTUP_SECONDS)
+            return launched
+
+        _launch_kernel = _async_launch_kernel
+
+        async def _async_cleanup_resources(self, restart: bool = False) -> None:
+            if _homes:  # the kernel is stopped: how full it left its home, before its sockets are removed
+                _homes[0].note_usage()
+            await super()._async_cleanup_resources(restart)
+
+        cleanup_resources = run_sync(_async_cleanup_resources)
+
+    execute.AsyncKernelManager = LaunchTimedKernelManager
+
+
+def _write_submission(notebooks: dict[str, bytes | None], submitted: Path) -> list[str]:
+    """Write each readable notebook; returns the problems of the others."""
+    problems = []
+    for name, data in notebooks.items():
+        if data is None:
+            continue
+        try:
+            notebook = nbformat.reads(data.decode("utf-8"), as_version=4)
+            nbformat.validate(notebook)
+        except Exception as error:  # noqa: BLE001 - any unreadable notebook is the student's problem
+            problems.append(f"{name}.ipynb is not a readable notebook ({type(error).__name__}: "
+                            f"{shorten(str(error).splitlines()[0] if str(error) else '', 200)})")
+            continue
+        (submitted / f"{name}.ipynb").write_bytes(data)
+    return problems
+
+
+def grade_submission(job: Job, notebooks: dict[str, bytes | None]) -> Result:
+    """Grade one student's submission of one assignment in a sandboxed kernel.
+
+    ``notebooks`` maps each notebook name of the assignment to its submitted bytes (None: not handed in);
+    ``job`` names the assignment's template folder (``gradebook.db`` and ``release/<assignment>/``), the
+    limits, the modules to preload and whether to sandbox the kernel (``isolate`` False: resource limits
+    only). Returns the `Result`: ``graded`` (its cells, timings and feedback pages) or ``failed``.
+    Not thread-safe (it sets JUPYTER_PATH for nbgrader): one job at a time per process.
+    """
+    workdir = Path(tempfile.mkdtemp(prefix="job-", dir=job.scratch or None))
+    zygote = _zygote(job)
+    home = zygote.new_home() if zygote else workdir / "kernel"
+    home.mkdir(exist_ok=True)
+    sockets = socket_link(home)
+    channel = zygote.new_channel() if zygote else new_channel(workdir)
+    view = KernelHome(home, sockets) if job.isolate else None
+    try:
+        return _grade(job, notebooks, workdir, home, view, sockets, zygote, channel)
+    finally:
+        if view is not None:
+            view.close()
+        sockets.unlink(missing_ok=True)
+        channel.link.unlink(missing_ok=True)
+        shutil.rmtree(channel.folder, ignore_errors=True)
+        shutil.rmtree(workdir, ignore_errors=True)
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def _zygote(job: Job) -> ZygoteClient | None:
+    """This worker's connection to the zygote of the job's preload set, or None for a cold kernel (``--cold``,
+    no sandbox, or the warm process could not start: the log says why)."""
+    if not job.zygote:
+        return None
+    try:
+        return client_for(job.zygote)
+    except WarmStartUnavailable as error:
+        print(f"warm start unavailable, grading with a cold kernel: {error}", file=sys.stderr)
+        return None
+
+
+def _grade(job: Job, notebooks: dict[str, bytes | None], workdir: Path, home: Path, view: KernelHome | None,
+           sockets: Path, zygote: ZygoteClient | None, channel: Channel) -> Result:
+    """``view``: how the worker reaches ``home`` once the sandboxed kernel made it its tmpfs (None: no sandbox)."""
+    assignment, template, limits = job.assignment, job.template, job.limits
+    released = template.released
+    course = workdir / "course"
+    shutil.copytree(released, course / "source" / assignment, ignore=shutil.ignore_patterns("*.ipynb"))
+    shutil.copytree(released, home / "work", ignore=shutil.ignore_patterns("*.ipynb"))
+    submitted = course / "submitted" / STUDENT / assignment
+    submitted.mkdir(parents=True)
+    problems = _write_submission(notebooks, submitted)
+    if problems:
+        return Result("failed", "; ".join(problems))
+    shutil.copyfile(template.gradebook, workdir / "gradebook.db")
+    db_url = f"sqlite:///{workdir / 'gradebook.db'}"
+    prepare_home(home)
+    argv, env = kernel_argv(home, home / "work", limits, template.preload, job.isolate, sockets, channel,
+                            template.packages, template.forbid)
+    given = os.environ.setdefault("AUTOGRADER_JUPYTER_PATH", os.environ.get("JUPYTER_PATH", ""))
+    os.environ["JUPYTER_PATH"] = os.pathsep.join(filter(None, [str(write_kernelspec(workdir / "jupyter", argv, env)),
+                                                               given]))
+    from nbgrader.converters import GenerateFeedback
+
+    _record_launches()
+    _launches.clear()
+    _homes.clear()
+    _warm.clear()
+    if view is not None:
+        _homes.append(view)
+    if zygote is not None:
+        _warm.append(WarmLaunch(zygote, home, home / "work", sockets, limits,
+                                environment(home, limits, template.preload, template.forbid), channel))
+    SPENT.clear()
+    started = time.time()
+    config = grading_config(course, db_url, limits.cell_seconds, home, sockets, channel, job.hidden_key)
+    config.TrustedExecute.forbid = list(template.forbid)
+    error_log = run_converter(Autograde, config, assignment, STUDENT)
+    autograded_at = time.time()
+    if zygote is not None and not zygote.alive:  # no submission can reach the zygote: the grader's failure
+        return Result("failed", "the warm process of this assignment died while grading it (it is graded again on "
+                                "the next run)", transient=True)
+    if view is not None and view.full():
+        return Result("failed", f"too large: the notebook filled its home, the {limits.disk_bytes / 2**20:.0f} MiB "
+                                f"and {inode_count(limits)} files, folders and links a submission may write (its "
+                                "disk limit); a write past it fails with ENOSPC")
+    if error_log:
+        return Result("failed", _failure_reason(error_log))
+    cells = _read_scores(db_url, assignment, list(notebooks), course)
+    notes = []
+    for name, data in notebooks.items():
+        autograded = course / "autograded" / STUDENT / assignment / f"{name}.ipynb"
+        if autograded.exists():
+            notebook = nbformat.read(autograded, as_version=4)
+            notes += incidents(notebook, limits.cell_seconds)
+            sanitize_for_feedback(notebook)
+            autograded.chmod(0o644)  # nbgrader leaves it read-only (only root could write it back)
+            nbformat.write(notebook, autograded)
+    config = grading_config(course, db_url, limits.cell_seconds, home, sockets, channel)
+    error_log = run_converter(GenerateFeedback, config, assignment, STUDENT)
+    feedback = {html.name: with_csp(wrapped(html.read_text()))
+                for html in sorted((course / "feedback" / STUDENT / assignment).glob("*.html"))}
+    if error_log:
+        notes.append("feedback could not be written")
+    # What nbgrader's formgrader opens in the output folder (sanitised as the feedback is).
+    autograded = {path.stem: path.read_text()
+                  for path in sorted((course / "autograded" / STUDENT / assignment).glob("*.ipynb"))}
+    times = ("kernel.times", view.descriptor) if view is not None else (home / "kernel.times", None)
+    return Result("graded", "; ".join(notes), cells, _timings(times, started, autograded_at), feedback,
+                  autograded=autograded)
+
+
+def _timings(kernel_times: tuple[Path | str, int | None], started: float, autograded_at: float) -> dict[str, float]:
+    """Seconds spent: nbgrader's set-up before the kernel is launched; starting the kernel, cold (bwrap up to the
+    kernel's first line, its imports, ipykernel) or warm (the zygote's fork, the kernel's namespaces and
+    filesystem, ipykernel); the student's and given cells, the test cells, the rest of nbgrader's run (its
+    bookkeeping, the kernel's shutdown); the feedback. ``kernel_times``: the kernel's timings file, by its name
+    below the descriptor of its home (None: a path of this machine's). {} when the kernel left no valid record."""
+    try:
+        # The kernel wrote this file: never follow a link it put there, nor wait on a FIFO.
+        kernel = {key: float(value) for key, value in json.loads(read_kernel_file(kernel_times[0], 4096, kernel_times[1])).items()}
+        launched = _launches[0]
+        if "forked" in kernel:
+            start = {"fork": kernel["forked"] - launched, "sandbox": kernel["sandboxed"] - kernel["forked"],
+                     "ipykernel_start": kernel["ready"] - kernel["sandboxed"]}
+        else:
+            start = {"sandbox_start": kernel["started"] - launched,
+                     "kernel_preload": kernel["preloaded"] - kernel["started"],
+                     "ipykernel_start": kernel["ready"] - kernel["preloaded"]}
+        return {"nbgrader_setup": launched - started, **start, "cells": SPENT.cells, "tests": SPENT.tests,
+                "nbgrader_rest": autograded_at - kernel["ready"] - SPENT.cells - SPENT.tests,
+                "feedback": time.time() - autograded_at}
+    except (OSError, ValueError, TypeError, AttributeError, KeyError, IndexError):
+        return {}
+
+
+def run_job(line: str) -> Result:
+    """One line of the worker protocol: a `GenerateJob` (a template) or a `Job` (notebooks read from their paths)."""
+    job = read_job(line)
+    if isinstance(job, GenerateJob):
+        return generate(job)
+    # Outputs pile up in this process while a notebook prints: a flood ends this worker, not the machine.
+    _, hard = resource.getrlimit(resource.RLIMIT_AS)
+    resource.setrlimit(resource.RLIMIT_AS, (job.limits.memory_bytes + WORKER_HEADROOM, hard))
+    return grade_submission(job, {name: Path(path).read_bytes() if path else None
+                                  for name, path in job.notebooks.items()})
+
+
+def prepare() -> None:
+    """Import nbgrader's converters (once, before the first job) and read alembic's schema version here."""
+    import nbgrader.converters  # noqa: F401
+
+    use_inprocess_alembic()
+
+
+def run() -> None:
+    """Say ready once nbgrader is imported, then serve jobs from stdin until it closes (or the process that
+    started this one dies): a worker started alone (`main`) or forked warm (`autograder.workers.forks`)."""
+    die_with_parent()
+    watch_parent()
+    answers = os.fdopen(os.dup(sys.stdout.fileno()), "w")
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    prepare()
+    answers.write(json.dumps({"ready": os.getpid()}) + "\n")
+    answers.flush()
+    for line in sys.stdin:
+        try:
+            result = run_job(line)
+        except Exception as error:  # noqa: BLE001 - a failure of one submission is reported, not fatal
+            # The grader's own failure, not the student's: not stored, graded again on the next run.
+            result = Result("failed", f"grading failed: {type(error).__name__}: {error}", transient=True)
+        answers.write(result.to_json() + "\n")
+        answers.flush()
+
+
+
+if __name__ == "__main__":
+    run()

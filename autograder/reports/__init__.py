@@ -1,0 +1,6 @@
+"""What a run leaves in its output folder: the folder's layout, the stored results, the gradebook,
+`grades.csv`, `similarity.csv` and `report.html`.
+
+Process: the grader.
+Imports: autograder.records, autograder.harness.
+"""

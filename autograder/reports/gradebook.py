@@ -1,0 +1,111 @@
+"""Gradebooks: nbgrader's schema, for the class (any SQLAlchemy URL) and for each assignment's template.
+
+The class gradebook is where manual grading happens (nbgrader's formgrader or its gradebook API): a manually
+graded answer or task is recorded as needing a manual grade (no auto score), a manual score given there is
+never overwritten by a later run, and `ClassGradebook.manual_scores` reads the points given back."""
+
+from __future__ import annotations
+
+import warnings
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from autograder.records import Result, Task, Template
+
+
+ManualScores = dict[tuple[str, str, str, str], float | None]  # (student, assignment, notebook, grade_id) -> points
+
+
+class ClassGradebook:
+    """The class gradebook (nbgrader's schema): assignments, students, per-cell auto scores, manual scores."""
+
+    def __init__(self, db_url: str, templates: dict[str, Template]):
+        from nbgrader.api import Gradebook as NbgraderGradebook
+
+        from autograder.harness.nbgrader_course import course_id, use_inprocess_alembic
+
+        use_inprocess_alembic()
+        self.gradebook = NbgraderGradebook(db_url, course_id())
+        self.templates = templates
+        self.ready: set[str] = set()
+
+    def _ensure_assignment(self, template: Template) -> None:
+        if template.assignment in self.ready:
+            return
+        from nbgrader.api import Gradebook as NbgraderGradebook
+
+        from autograder.harness.nbgrader_course import course_id
+
+        gb = self.gradebook
+        gb.update_or_create_assignment(template.assignment)
+        with NbgraderGradebook(f"sqlite:///{template.gradebook}", course_id()) as source:
+            for name in template.notebooks:
+                gb.update_or_create_notebook(name, template.assignment)
+                notebook = source.find_notebook(name, template.assignment)
+                for cell in notebook.grade_cells:
+                    gb.update_or_create_grade_cell(cell.name, name, template.assignment, max_score=cell.max_score,
+                                                   cell_type=cell.cell_type)
+                for cell in notebook.task_cells:
+                    gb.update_or_create_task_cell(cell.name, name, template.assignment, max_score=cell.max_score,
+                                                  cell_type=cell.cell_type)
+                for cell in notebook.solution_cells:
+                    gb.update_or_create_solution_cell(cell.name, name, template.assignment)
+                for cell in notebook.source_cells:
+                    gb.update_or_create_source_cell(cell.name, name, template.assignment, cell_type=cell.cell_type,
+                                                    locked=cell.locked, source=cell.source, checksum=cell.checksum)
+        self.ready.add(template.assignment)
+
+    def record(self, task: Task, result: Result) -> None:
+        """Store one student's auto scores for one assignment (zeros when it could not be graded); a manually
+        graded cell keeps its manual score, and needs a manual grade until it has one."""
+        with warnings.catch_warnings():
+            # nbgrader's own update_or_create_submission trips SQLAlchemy's autoflush warnings.
+            warnings.simplefilter("ignore")
+            self._record(task, result)
+
+    def _record(self, task: Task, result: Result) -> None:
+        template = self.templates.get(task.assignment)
+        if template is None:
+            return
+        self._ensure_assignment(template)
+        gb = self.gradebook
+        if task.missing and self._has_submission(task):
+            return  # 'no submission' never zeroes what a shared gradebook holds (another folder's grades)
+        gb.update_or_create_student(task.student)
+        gb.update_or_create_submission(task.assignment, task.student)
+        scores = {(c.notebook, c.grade_id): c.points for c in result.cells}
+        manual = {(c.notebook, c.grade_id) for c in result.cells if c.manual}
+        for name, grade_id, _ in template.cells:
+            grade = gb.find_grade(grade_id, name, task.assignment, task.student)
+            if (name, grade_id) in manual:
+                grade.auto_score, grade.needs_manual_grade = None, grade.manual_score is None
+            else:
+                grade.auto_score, grade.needs_manual_grade = scores.get((name, grade_id), 0.0), False
+        gb.db.commit()
+
+    def _has_submission(self, task: Task) -> bool:
+        from nbgrader.api import MissingEntry
+
+        try:
+            self.gradebook.find_submission(task.assignment, task.student)
+        except MissingEntry:
+            return False
+        return True
+
+    def manual_scores(self, stored: dict) -> ManualScores:
+        """The points given by hand to every manually graded cell of ``stored`` (`autograder.reports.state.Stored` by
+        (student, assignment)): None where none is given yet."""
+        from nbgrader.api import MissingEntry
+
+        given: ManualScores = {}
+        for (student, assignment), entry in stored.items():
+            for cell in (c for c in entry.result.cells if c.manual):
+                try:
+                    score = self.gradebook.find_grade(cell.grade_id, cell.notebook, assignment, student).manual_score
+                except MissingEntry:
+                    score = None
+                given[(student, assignment, cell.notebook, cell.grade_id)] = score
+        return given
+
+    def close(self) -> None:
+        self.gradebook.close()

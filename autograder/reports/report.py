@@ -1,0 +1,176 @@
+"""The class report (`report.html`): one self-contained page with figures embedded as base64 PNGs, rendered
+from the Jinja2 template `autograder/reports/templates/report.html` with autoescaping.
+
+It shows the score distribution of each assignment, the pass rate of each test (and how many did not
+attempt it), the failure messages that came back most often (which misconception hit the class; what
+was not attempted is not counted there), who could not be graded and why, a table of every student (the name
+the LMS gave, the score of each assignment with a link to its feedback pages, late, manual grading pending, and
+what failed), then which students' code is similar (`autograder.reports.similarity`), side by side.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import re
+from collections import Counter
+from datetime import datetime, timezone
+from pathlib import Path
+from urllib.parse import quote
+
+from autograder.records import CellResult
+from autograder.reports.similarity import Similarity
+
+SHOWN_PAIRS = 50  # pairs shown side by side in the report; similarity.csv lists them all
+MISTAKE = re.compile(r"This is what you get with this mistake: (.+?)\.?$", re.MULTILINE)
+ADDRESS = re.compile(r"0x[0-9a-fA-F]{6,}")
+NOT_ATTEMPTED = "not attempted:"
+# A hidden test that checks what an untouched stub raises ("should raise ValueError, but it raised
+# NotImplementedError") says the function was not attempted, as the stub's own NotImplementedError does.
+STUB_RAISED = re.compile(r"^NotImplementedError\b|\braised NotImplementedError\b")
+
+
+def _png(figure) -> str:
+    """The figure as base64 PNG data (closed afterwards)."""
+    import matplotlib.pyplot as plt
+
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=90, bbox_inches="tight")
+    plt.close(figure)
+    return base64.b64encode(buffer.getvalue()).decode()
+
+
+def failure_summary(message: str) -> str:
+    """The part of a failure message that names the mistake: the misconception line, else the first line
+    (an untouched solution stub counts as not attempted)."""
+    mistake = MISTAKE.search(message)
+    if mistake:
+        return f"mistake: {mistake.group(1)}"
+    lines = [line.strip() for line in message.splitlines() if line.strip()]
+    if lines and STUB_RAISED.search(lines[0]):
+        return f"{NOT_ATTEMPTED} the solution cell still raises NotImplementedError"
+    # Object addresses differ between students: without them the same failure counts once per class.
+    return ADDRESS.sub("0x...", lines[0][:200]) if lines else "(no message)"
+
+
+def _distribution(rows: list[dict], assignments: list[str], templates: dict) -> str:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from matplotlib.ticker import MaxNLocator
+
+    figure, axes = plt.subplots(1, len(assignments), figsize=(4 * len(assignments), 3), squeeze=False,
+                                layout="constrained")
+    for axis, assignment in zip(axes[0], assignments):
+        mine = [r for r in rows if r["assignment"] == assignment]
+        graded = [r["score"] for r in mine if r["result"].graded]
+        not_graded = [r["score"] for r in mine if not r["result"].graded]
+        top = templates[assignment].max_score
+        axis.hist([graded, not_graded], bins=[x - 0.5 for x in range(int(top) + 2)], stacked=True,
+                  color=["#4c72b0", "#bbbbbb"], edgecolor="white", label=["graded", "not graded"])
+        axis.set_title(assignment)
+        axis.set_xlabel(f"score (of {top:g})")
+        axis.set_ylabel("students")
+        axis.xaxis.set_major_locator(MaxNLocator(integer=True))
+        axis.yaxis.set_major_locator(MaxNLocator(integer=True))
+    axes[0][0].legend(loc="upper center")
+    return _png(figure)
+
+
+def _pass_rates(rows: list[dict], assignment: str, template) -> tuple[str, list[tuple[str, int, int, int]]]:
+    """The pass-rate figure, and per test (grade_id, passed, graded, not attempted)."""
+    import matplotlib.pyplot as plt
+
+    graded = [r["result"] for r in rows if r["assignment"] == assignment and r["result"].graded]
+    rates = []
+    for notebook, grade_id, _ in template.cells:
+        outcomes = [c.passed for result in graded for c in result.cells
+                    if c.grade_id == grade_id and c.notebook == notebook and not c.manual]
+        skipped = sum(not_attempted(c) for result in graded for c in result.cells
+                      if c.grade_id == grade_id and c.notebook == notebook and not c.passed)
+        rates.append((grade_id, sum(outcomes), len(outcomes), skipped))
+    figure, axis = plt.subplots(figsize=(7, 0.3 * len(rates) + 1), layout="constrained")
+    names = [name for name, _, _, _ in rates][::-1]
+    values = [100 * passed / total if total else 0 for _, passed, total, _ in rates][::-1]
+    axis.barh(names, values, color="#55a868")
+    axis.set_xlim(0, 100)
+    axis.set_xlabel("students who passed (%)")
+    axis.set_title(f"{assignment}: pass rate per test ({len(graded)} graded)")
+    return _png(figure), rates
+
+
+def _assignment_rows(rows: list[dict], assignments: list[str], templates: dict) -> list[dict]:
+    summaries = []
+    for assignment in assignments:
+        scores = sorted(r["score"] for r in rows if r["assignment"] == assignment and r["result"].graded)
+        figure, rates = _pass_rates(rows, assignment, templates[assignment])
+        summaries.append({"name": assignment, "graded": len(scores), "mean": sum(scores) / len(scores) if scores else 0.0,
+                          "median": scores[len(scores) // 2] if scores else 0.0,
+                          "max_score": templates[assignment].max_score, "figure": figure, "rates": rates})
+    return summaries
+
+
+def not_attempted(cell: CellResult) -> bool:
+    """Whether a failed cell failed only because the solution cell was left as released."""
+    return not cell.manual and failure_summary(cell.message).startswith(NOT_ATTEMPTED)
+
+
+def failures(rows: list[dict], top: int = 20) -> list[tuple[tuple[str, str, str], int]]:
+    """The ``top`` most frequent ((assignment, test, failure summary), students) over the class: real mistakes
+    only (what was not attempted is counted per test in the pass-rate table), ties in a stable order."""
+    counts: Counter[tuple[str, str, str]] = Counter()
+    for row in rows:
+        for cell in row["result"].cells:
+            if not cell.passed and not cell.manual and not not_attempted(cell):
+                counts[(row["assignment"], cell.grade_id, failure_summary(cell.message))] += 1
+    return sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:top]
+
+
+def student_table(rows: list[dict], assignments: list[str], templates: dict | None = None) -> list[dict]:
+    """One entry per student: ``id``, ``name`` (the LMS's, '' when the input gave none), and per assignment (in
+    ``assignments`` order) ``score``, ``max_score``, ``failed`` (the tests failed, those not attempted marked so,
+    or why it was not graded), ``late``, ``pending`` (the cells waiting for manual grading) and ``pages`` (the
+    links to its feedback pages, relative to report.html)."""
+    table: dict[str, dict] = {}
+    for row in sorted(rows, key=lambda r: (r["student_id"], r["assignment"])):
+        entry = table.setdefault(row["student_id"], {"id": row["student_id"], "name": "", "assignments": {}})
+        entry["name"] = entry["name"] or row.get("lms_name", "")
+        result = row["result"]
+        if not result.graded:
+            failed = row["reason"]
+        else:
+            failed = ", ".join(f"{c.grade_id}{' (not attempted)' if not_attempted(c) else ''}"
+                               for c in result.cells if not c.passed and not c.manual)
+        template = (templates or {}).get(row["assignment"])
+        pages = [quote(f"feedback/{row['student_id']}/{row['assignment']}/{name}.html")
+                 for name in (template.notebooks if template and result.graded else ())]
+        entry["assignments"][row["assignment"]] = {"score": row["score"], "max_score": row["max_score"],
+                                                   "failed": failed, "late": bool(row.get("late")),
+                                                   "pending": list(row.get("pending", ())), "pages": pages}
+    return list(table.values())
+
+
+def render_report(rows: list[dict], templates: dict, similarity: Similarity | None = None) -> str:
+    """The class report's HTML for ``rows`` (one per student and assignment, as `autograder.grading.run` builds
+    them) and the ``similarity`` report (no section when None); every text from a submission is escaped by
+    the template."""
+    from jinja2 import Environment, PackageLoader, select_autoescape
+
+    assignments = [a for a in sorted({r["assignment"] for r in rows}) if a in templates]
+    environment = Environment(loader=PackageLoader("autograder.reports", "templates"), autoescape=select_autoescape(["html"]))
+    return environment.get_template("report.html").render(
+        students=len({r["student_id"] for r in rows}), submissions=len(rows),
+        failed=[r for r in rows if not r["result"].graded],
+        generated=f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M}",
+        distribution=_distribution(rows, assignments, templates) if assignments else "",
+        assignments=_assignment_rows(rows, assignments, templates), failures=failures(rows),
+        assignment_names=assignments, student_rows=student_table(rows, assignments, templates),
+        names=any(r.get("lms_name") for r in rows),
+        similarity=similarity, shown_pairs=SHOWN_PAIRS)
+
+
+def write_report(path: Path, rows: list[dict], templates: dict, similarity: Similarity | None = None) -> None:
+    """Write the class report (`render_report`) to ``path``."""
+    path.write_text(render_report(rows, templates, similarity))

@@ -1,0 +1,67 @@
+"""Which installed packages a grading kernel sees: those its chapter's registry entry names (`course.chapters`,
+``packages``), what they need, and what ipykernel needs. `autograder.sandbox.bwrap` mounts each site-packages folder
+as an empty read-only tmpfs with only `shown_entries` bound in it, so that ``import torch`` fails with
+ImportError in the kernel of a NumPy chapter.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import sys
+import sysconfig
+from pathlib import Path
+
+KERNEL_NEEDS = ("ipykernel", "numpy")  # what every kernel imports: ipykernel, and numpy for the channel
+
+
+def site_folders() -> list[str]:
+    """Every site-packages folder of this interpreter and its base (on sys.path or not), as found and resolved."""
+    found = {p for p in sys.path if p and Path(p).name in ("site-packages", "dist-packages")}
+    for prefix in (sys.prefix, sys.base_prefix):
+        found |= {sysconfig.get_paths(vars={"base": prefix, "platbase": prefix})[key] for key in ("purelib", "platlib")}
+    found |= {os.path.realpath(p) for p in found}
+    return sorted(p for p in found if Path(p).is_dir())
+
+
+def _name(distribution: str) -> str:
+    return re.sub(r"[-_.]+", "-", distribution).lower()
+
+
+@functools.cache
+def shown_entries(site: str, packages: tuple[str, ...]) -> tuple[str, ...]:
+    """The entries of the site-packages folder ``site`` a kernel that may import ``packages`` sees: the files and
+    folders of those distributions and of every one they need, with ipykernel's (`KERNEL_NEEDS`), and the
+    folder's ``.pth`` files (which add other folders of the environment, bound or not)."""
+    from importlib.metadata import distributions
+
+    from packaging.requirements import Requirement
+
+    installed = {_name(found.metadata["Name"]): found for found in distributions(path=[site])}
+    wanted: set[str] = set()
+    pending = [*KERNEL_NEEDS, *packages]
+    while pending:
+        name = _name(pending.pop())
+        if name in wanted or name not in installed:
+            continue
+        wanted.add(name)
+        for line in installed[name].requires or ():
+            requirement = Requirement(line)
+            if requirement.marker is None or requirement.marker.evaluate({"extra": ""}):
+                pending.append(requirement.name)
+    entries = {Path(str(file)).parts[0] for name in wanted for file in installed[name].files or ()}
+    entries = {e for e in entries if e not in ("..", "__pycache__") and (Path(site) / e).exists()}
+    return tuple(sorted(entries | {path.name for path in Path(site).glob("*.pth") if _imports_shown(path, entries)}))
+
+
+def _imports_shown(pth: Path, entries: set[str]) -> bool:
+    """Whether every module the ``.pth`` file ``pth`` imports is in the standard library or among ``entries``
+    (a ``.pth`` that imports a hidden module would print an error at each start)."""
+    for line in pth.read_text(errors="replace").splitlines():
+        if not line.startswith(("import ", "import\t")):
+            continue  # a folder to add, not code
+        for module in (a or b for a, b in re.findall(r"(?:^|;)\s*import\s+(\w+)|__import__\(['\"](\w+)", line)):
+            if module not in sys.stdlib_module_names and not {module, f"{module}.py"} & entries:
+                return False
+    return True

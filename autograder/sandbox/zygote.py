@@ -1,0 +1,306 @@
+"""The warm start: a sandboxed process that has imported what an assignment's kernels need and forks one
+kernel per submission, each in namespaces of its own.
+
+`autograder.sandbox.warm.Zygote` (in the grader's pool) starts ``python -m autograder.sandbox.zygote FD JOBS CHANNELS`` in a
+bubblewrap sandbox like a cold kernel's (`autograder.sandbox.bwrap.command` with ``zygote``: the same read-only view,
+plus JOBS, the folder that holds the kernels' homes, CHANNELS, read-only, the grader's folder of the jobs'
+channel folders (`autograder.sandbox.bwrap.Channel`), and without bubblewrap's ban on new user namespaces).
+It imports ``AUTOGRADER_PRELOAD`` and ipykernel's modules (`autograder.sandbox.kernel.preload`: no
+torch operation runs here, so no thread pool exists to break in a fork), then accepts the workers on
+the listening socket FD (`autograder.sandbox.warm.ZygoteClient`), says ``{"ready": ...}`` to each and serves
+JSON lines:
+
+- ``{"spawn": KernelRequest}``: fork a kernel; answered ``{"spawned": id}``, then ``{"exited": id, "status": n}``;
+- ``{"kill": id}``: kill that kernel and everything it started.
+
+A kernel is three processes, as bubblewrap's are:
+
+1. the *monitor*, forked here: it closes every descriptor and enters new user, mount, pid, network, IPC,
+   UTS (and cgroup) namespaces, as its own ids; it exits with the status of
+2. *init*, pid 1 of the new pid namespace. It builds the kernel's filesystem: JOBS and CHANNELS hidden under
+   empty read-only tmpfs but for its own home (a tmpfs as large as the disk limit, holding a copy of what the
+   grader put there: `autograder.sandbox.home.mount_home`; a probe's home stays the grader's folder), a fresh
+   ``/tmp`` (with the symlink to its home that nbgrader's sockets use, and its own channel folder, read-only,
+   at its link's path), ``/dev/shm``, ``/dev/pts`` and ``/proc``. It brings up loopback, allows no further
+   user namespace (``max_user_namespaces`` 0 in the new one), drops every capability, forks 3 and reaps
+   orphans until 3 exits, which ends the namespace and everything in it;
+3. the *kernel*: a new session, a one-time name (its worker finds it in /proc by it), its limits and
+   environment, then ipykernel (`autograder.sandbox.kernel.start`), or for a check the request's ``probe`` code.
+
+Every ancestor dies with its parent (parent-death signals), so a kill of the worker or of the zygote
+leaves nothing running.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import select
+import signal
+import socket
+import sys
+import time
+import traceback
+from dataclasses import asdict, dataclass
+
+from autograder.sandbox import namespaces as ns
+from autograder.sandbox.home import mount_home
+from autograder.sandbox.kernel import preload, set_limits, start
+from autograder.sandbox.limits import Limits
+
+# What ipykernel imports while it starts (its debugger's pydevd among them: a quarter of a second); no thread
+# starts at their import, so each kernel forked from here starts with them imported, as a cold one starts.
+KERNEL_MODULES = ("ipykernel.kernelapp", "ipykernel.ipkernel", "ipykernel.debugger", "IPython.core.debugger",
+                  "IPython.core.completerlib", "IPython.core.oinspect", "IPython.extensions.storemagic")
+SETUP_FAILED = 71  # the exit status of a kernel whose namespaces or filesystem could not be made
+
+
+@dataclass(frozen=True)
+class KernelRequest:
+    """One kernel to fork: its home (its only writable folder, under JOBS) and working folder, the short link
+    to its home, its connection file, limits and whole environment, and the name it takes (``token``);
+    ``channel``, its channel folder (under CHANNELS), seen read-only at ``channel_link``.
+    ``probe``: Python code to run instead of ipykernel (the start-up check and the tests)."""
+
+    id: int
+    token: str
+    home: str
+    work: str
+    link: str
+    connection_file: str
+    limits: str  # `Limits.to_json`
+    env: dict[str, str]
+    channel: str = ""
+    channel_link: str = ""
+    probe: str = ""
+
+    def to_json(self) -> str:
+        return json.dumps({"spawn": asdict(self)})
+
+
+def _exit_code(status: int) -> int:
+    code = os.waitstatus_to_exitcode(status)
+    return 128 - code if code < 0 else code
+
+
+def _mount_points_under(path: str) -> list[str]:
+    """The outermost mount points strictly under ``path``, from /proc/self/mountinfo."""
+    points = []
+    with open("/proc/self/mountinfo") as handle:
+        for line in handle:
+            # mountinfo escapes a space, tab, newline or backslash as \ooo; other characters are as they are.
+            point = re.sub(r"\\([0-7]{3})", lambda found: chr(int(found.group(1), 8)), line.split()[4])
+            if point.startswith(path.rstrip("/") + "/") and point not in points:
+                points.append(point)
+    return [p for p in points if not any(p.startswith(other + "/") for other in points)]
+
+
+def _fresh_tmpfs(path: str, data: str) -> None:
+    """A new tmpfs at ``path``, with the mounts that lay under it (the interpreter's folders, where the checkout
+    is under /tmp) bound again at their places."""
+    kept = [(point, os.open(point, os.O_PATH)) for point in _mount_points_under(path)]
+    ns.mount("tmpfs", path, "tmpfs", ns.MS_NOSUID | ns.MS_NODEV, data)
+    for point, descriptor in kept:
+        if os.path.isdir(f"/proc/self/fd/{descriptor}"):
+            os.makedirs(point, exist_ok=True)
+        else:
+            os.makedirs(os.path.dirname(point), exist_ok=True)
+            open(point, "a").close()
+        ns.mount(f"/proc/self/fd/{descriptor}", point, flags=ns.MS_BIND | ns.MS_REC)
+        os.close(descriptor)
+
+
+def _hide(folder: str) -> None:
+    """An empty read-only tmpfs over ``folder``."""
+    ns.mount("tmpfs", folder, "tmpfs", ns.MS_NOSUID | ns.MS_NODEV | ns.MS_RDONLY, "size=4k,mode=0755")
+
+
+def _filesystem(request: KernelRequest, jobs: str, channels: str, limits: Limits) -> None:
+    """The kernel's view (module docstring, step 2), made in its new mount namespace."""
+    tmp_bytes = limits.tmp_bytes
+    ns.mount(None, "/", flags=ns.MS_REC | ns.MS_PRIVATE)
+    home = os.open(request.home, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW)
+    channel = os.open(request.channel, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW) if request.channel else None
+    ns.mount("tmpfs", jobs, "tmpfs", ns.MS_NOSUID | ns.MS_NODEV, "size=64k,mode=0755")
+    os.makedirs(request.home)
+    ns.mount(f"/proc/self/fd/{home}", request.home, flags=ns.MS_BIND)  # still the zygote's /proc here
+    os.close(home)
+    if not request.probe:  # a kernel's home: a tmpfs as large as the disk limit, with what the grader put there
+        mount_home(request.home, limits)
+    ns.mount(None, jobs, flags=ns.MS_REMOUNT | ns.MS_RDONLY | ns.MS_NOSUID | ns.MS_NODEV)
+    if channels:
+        _hide(channels)  # every job's channel, this one's included: it is seen at its link only
+    _fresh_tmpfs("/tmp", f"size={tmp_bytes},mode=1777")
+    os.symlink(request.home, request.link)
+    if channel is not None:
+        os.mkdir(request.channel_link)
+        ns.mount(f"/proc/self/fd/{channel}", request.channel_link, flags=ns.MS_BIND)
+        ns.mount(None, request.channel_link,
+                 flags=ns.MS_REMOUNT | ns.MS_BIND | ns.MS_RDONLY | ns.MS_NOSUID | ns.MS_NODEV | ns.MS_NOEXEC)
+        os.close(channel)
+    _fresh_tmpfs("/dev/shm", f"size={tmp_bytes},mode=1777")
+    ns.mount("devpts", "/dev/pts", "devpts", ns.MS_NOSUID | ns.MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620")
+    ns.mount("proc", "/proc", "proc", ns.MS_NOSUID | ns.MS_NODEV | ns.MS_NOEXEC)
+    os.chdir("/")  # the zygote's working folder is JOBS under the tmpfs, every home in it: /proc/1/cwd would show it
+
+
+def _kernel(request: KernelRequest, limits: Limits, times: dict[str, float]) -> int:
+    """Step 3: become the submission's kernel; returns the exit status of a probe (ipykernel never returns)."""
+    ns.set_dumpable(True)  # as any process: its own /proc files are its own (init's flag came with the fork)
+    os.setsid()
+    ns.set_name(request.token)
+    set_limits(limits)
+    os.environ.clear()
+    os.environ.update(request.env)
+    os.chdir(request.work)
+    if not request.probe:
+        start(["-f", request.connection_file], times, None)  # the zygote's `Zygote.rules` holds the rules
+        return 0
+    try:
+        exec(compile(request.probe, "<probe>", "exec"), {"__name__": "__main__"})  # noqa: S102 - the grader's code
+    except SystemExit as done:
+        return done.code if isinstance(done.code, int) else 1
+    return 0
+
+
+def _init(request: KernelRequest, jobs: str, channels: str, times: dict[str, float]) -> int:
+    """Step 2, as pid 1 of the new pid namespace: returns the kernel's exit status."""
+    ns.set_parent_death_signal(signal.SIGKILL)
+    limits = Limits.from_json(request.limits)
+    _filesystem(request, jobs, channels, limits)
+    ns.loopback_up()
+    with open("/proc/sys/user/max_user_namespaces", "w") as handle:
+        handle.write("0")
+    ns.drop_privileges()
+    ns.set_dumpable(False)  # before the kernel exists: it can never trace init or read init's /proc files
+    times["sandboxed"] = time.time()
+    kernel = os.fork()
+    if kernel == 0:
+        os._exit(_kernel(request, limits, times))
+    while True:
+        pid, status = os.wait()
+        if pid == kernel:
+            return _exit_code(status)
+
+
+def _monitor(request: KernelRequest, jobs: str, channels: str, times: dict[str, float]) -> int:
+    """Step 1, in the zygote's child: returns init's exit status."""
+    ns.set_parent_death_signal(signal.SIGKILL)
+    os.closerange(3, os.sysconf("SC_OPEN_MAX"))
+    uid, gid = os.getuid(), os.getgid()
+    try:
+        ns.unshare(ns.ALL | ns.CLONE_NEWCGROUP)
+    except OSError:  # a kernel without cgroup namespaces (bubblewrap's --unshare-cgroup-try)
+        ns.unshare(ns.ALL)
+    ns.map_own_ids(uid, gid)
+    init = os.fork()
+    if init == 0:
+        os._exit(_guarded(_init, request, jobs, channels, times))
+    return _exit_code(os.waitpid(init, 0)[1])
+
+
+def _guarded(step, *args) -> int:  # noqa: ANN001 - one of the steps above
+    try:
+        return step(*args)
+    except BaseException:  # noqa: BLE001 - a child never returns into the zygote's loop
+        traceback.print_exc()
+        sys.stderr.flush()
+        return SETUP_FAILED
+
+
+class Zygote:
+    """The serving loop (module docstring): workers connect to ``listener``; each connection's requests are
+    answered on it, and its kernels are killed when it closes (its worker ended)."""
+
+    def __init__(self, listener: socket.socket, jobs: str, channels: str, hello: dict, rules: object | None):
+        """``rules``: what `autograder.sandbox.kernel.preload` returned, held while this process and its forks live."""
+        self.listener, self.jobs, self.channels, self.hello, self.rules = listener, jobs, channels, hello, rules
+        self.children: dict[int, tuple[socket.socket, int]] = {}  # the monitor's pid -> (connection, request id)
+        self.buffers: dict[socket.socket, bytes] = {}
+        self.wake_read, self._wake_write = socket.socketpair()
+        self._wake_write.setblocking(False)
+        signal.set_wakeup_fd(self._wake_write.fileno())
+        signal.signal(signal.SIGCHLD, lambda *_: None)
+
+    @staticmethod
+    def send(connection: socket.socket, message: dict) -> None:
+        try:
+            connection.sendall((json.dumps(message) + "\n").encode())
+        except OSError:  # its worker is gone; `drop` kills what it asked for
+            pass
+
+    def spawn(self, connection: socket.socket, request: KernelRequest) -> None:
+        times = {"forked": time.time()}
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:
+            signal.set_wakeup_fd(-1)
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            os._exit(_guarded(_monitor, request, self.jobs, self.channels, times))
+        self.children[pid] = (connection, request.id)
+        self.send(connection, {"spawned": request.id})
+
+    def kill(self, connection: socket.socket, request_id: int | None = None) -> None:
+        """Kill that connection's kernel ``request_id`` (all of its kernels when None): init dies with its
+        monitor (its parent-death signal), and the kernel's namespace with init."""
+        for pid, (given, number) in self.children.items():
+            if given is connection and request_id in (None, number):
+                os.kill(pid, signal.SIGKILL)
+
+    def reap(self) -> None:
+        while self.children:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+            if pid == 0:
+                return
+            if pid in self.children:
+                connection, number = self.children.pop(pid)
+                self.send(connection, {"exited": number, "status": _exit_code(status)})
+
+    def receive(self, connection: socket.socket) -> None:
+        data = connection.recv(1 << 16)
+        if not data:
+            self.kill(connection)
+            del self.buffers[connection]
+            connection.close()
+            return
+        buffer = self.buffers[connection] + data
+        while b"\n" in buffer:
+            line, buffer = buffer.split(b"\n", 1)
+            message = json.loads(line)
+            if "spawn" in message:
+                self.spawn(connection, KernelRequest(**message["spawn"]))
+            elif "kill" in message:
+                self.kill(connection, int(message["kill"]))
+        self.buffers[connection] = buffer
+
+    def serve(self) -> None:
+        """Accept workers and serve their requests until this process is killed (with its sandbox)."""
+        while True:
+            ready, _, _ = select.select([self.listener, self.wake_read, *self.buffers], [], [])
+            if self.wake_read in ready:
+                self.wake_read.recv(4096)
+                self.reap()
+            if self.listener in ready:
+                connection, _ = self.listener.accept()
+                self.buffers[connection] = b""
+                self.send(connection, self.hello)
+            for connection in ready:
+                if connection in self.buffers:
+                    self.receive(connection)
+
+
+def main(argv: list[str]) -> None:
+    """``python -m autograder.sandbox.zygote FD JOBS CHANNELS``: preload, then serve the workers that connect to the
+    listening socket FD; each is first told ``{"ready": ..., "jobs": JOBS, "channels": CHANNELS}``."""
+    listener = socket.socket(fileno=int(argv[0]))
+    started = time.time()
+    rules = preload(tuple(filter(None, os.environ.get("AUTOGRADER_PRELOAD", "").split(","))) + KERNEL_MODULES)
+    hello = {"ready": os.getpid(), "jobs": argv[1], "channels": argv[2], "seconds": time.time() - started,
+             "threads": len(os.listdir("/proc/self/task"))}
+    Zygote(listener, argv[1], argv[2], hello, rules).serve()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,6 @@
+"""The processes that grade: the local pool, the worker forks, the worker's main and the Dask pool.
+
+Processes: `pool`, `forks` (its parent) and `dask_pool` run in the grader; `worker` and `forks` (its
+children) in a worker; `dask_worker` in a Dask worker.
+Imports: autograder.harness, autograder.sandbox, autograder.records.
+"""

@@ -1,0 +1,181 @@
+"""Grading workers forked from one warm process, so that a run of several workers imports nbgrader, torch and
+the rest once instead of once per worker.
+
+`WorkerForks` (the grader's pool starts it when it has two workers or more) runs ``python -m
+autograder.workers.forks FD MODULES``. That process imports what every worker needs at once (nbgrader's
+converters), says so, and then, between requests, imports the rest one module at a time: what a
+grading job imports on its first run (nbclient, the trusted harness) and MODULES, what the run's kernels
+preload and its test cells import (torch, transformers' Llama: `autograder.grading.templates.test_imports`). Each request on FD (a SOCK_SEQPACKET socket) carries the new
+worker's stdin, stdout and log as SCM_RIGHTS; the fork becomes a session leader with them as its 0, 1
+and 2 and runs `autograder.harness.notebook.run`, the loop of a worker started alone. A request for a
+``complete`` worker waits until every module is imported; the answer says whether the fork had them
+all. So the pool's first workers, which only make the templates, start as soon as nbgrader is imported,
+and the workers that grade are forked once everything is (`autograder.workers.pool.Pool.run`).
+
+The process runs no job, starts no thread and holds nothing a fork could share but imported modules.
+It dies with the grader (its parent-death signal, and a check of its parent every 0.2 s); each fork
+dies with it in turn (`autograder.harness.notebook.run`), and it never waits for its forks (the kernel reaps
+them; the pool watches each through a pidfd).
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import select
+import signal
+import socket
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+from autograder.sandbox.guards import PARENT_POLL, die_with_parent
+
+# What the first grading job of a worker imports besides nbgrader (a second of a core, once per worker).
+FIRST_JOB = ("nbclient", "jupyter_client.asynchronous", "nbconvert.exporters.html", "autograder.harness.execute",
+             "autograder.harness.kernel_client", "autograder.sandbox.warm")
+TIMEOUT = 120.0
+
+
+def log_tail(log: Path, lines: int = 15) -> str:
+    """The last ``lines`` lines of a worker's (or the warm process's) log, to say why it could not start."""
+    try:
+        return "\n".join(log.read_text(errors="replace").strip().splitlines()[-lines:]) or "(empty)"
+    except OSError:
+        return "(no log)"
+
+
+class ForkedWorker:
+    """A worker forked by `WorkerForks`, as the pool uses a ``Popen``: ``pid``, ``stdin``, ``stdout``, ``poll``,
+    ``wait`` (through a pidfd: it is not this process's child). ``complete``: it has every module imported."""
+
+    def __init__(self, pid: int, stdin: int, stdout: int, complete: bool):
+        self.pid, self.complete = pid, complete
+        self.stdin, self.stdout = os.fdopen(stdin, "wb"), os.fdopen(stdout, "rb")
+        self.returncode: int | None = None
+        self._pidfd = os.pidfd_open(pid)
+
+    def poll(self) -> int | None:
+        if self.returncode is None and select.select([self._pidfd], [], [], 0)[0]:
+            self.returncode = -signal.SIGKILL  # its status went to nobody: only that it ended is known
+            for handle in (self.stdin, self.stdout):
+                handle.close()
+            os.close(self._pidfd)
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        if self.returncode is None and not select.select([self._pidfd], [], [], timeout)[0]:
+            raise subprocess.TimeoutExpired(f"worker {self.pid}", timeout)
+        return self.poll()
+
+
+class WorkerForks:
+    """The warm process the pool forks its workers from (module docstring); started in the pool's thread, so
+    that it dies with that thread."""
+
+    def __init__(self, env: dict[str, str], log: Path, modules: tuple[str, ...], python: str, cwd: Path):
+        self.log = log
+        self.control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.control.settimeout(TIMEOUT)
+        self.asking = threading.Lock()  # a worker is replaced from its own thread
+        with open(log, "ab") as handle:
+            self.process = subprocess.Popen(
+                [python, "-m", "autograder.workers.forks", str(theirs.fileno()), ",".join(modules)],
+                pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, stdout=handle, stderr=handle, env=env, cwd=cwd,
+                start_new_session=True)
+        theirs.close()
+
+    def fork(self, log: Path, complete: bool) -> ForkedWorker:
+        """A new worker logging to ``log``, with every module imported when ``complete``; OSError (or a timeout)
+        when the warm process is gone."""
+        stdin, ours_in = os.pipe()
+        ours_out, stdout = os.pipe()
+        try:
+            with open(log, "ab") as handle, self.asking:
+                socket.send_fds(self.control, [json.dumps({"complete": complete}).encode()],
+                                [stdin, stdout, handle.fileno()])
+                answer = self.control.recv(1024)
+        except OSError:
+            answer = b""
+        finally:
+            os.close(stdin)
+            os.close(stdout)
+        if not answer:
+            os.close(ours_in)
+            os.close(ours_out)
+            raise OSError(f"the process the workers are forked from ended; the end of its log ({self.log}):\n"
+                          f"{log_tail(self.log)}")
+        given = json.loads(answer)
+        return ForkedWorker(given["forked"], ours_in, ours_out, given["complete"])
+
+    def close(self) -> None:
+        self.control.close()
+        try:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        self.process.wait()
+
+
+def _become_worker(control: socket.socket, descriptors: list[int]) -> None:
+    """In the fork: the worker's own session and descriptors, then the worker's loop; never returns."""
+    from autograder.harness import notebook as worker
+
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    control.close()
+    os.setsid()
+    for target, descriptor in enumerate(descriptors):
+        os.dup2(descriptor, target)
+        os.close(descriptor)
+    try:
+        worker.run()
+    finally:
+        os._exit(0)
+
+
+def _import(name: str) -> None:
+    """Import ``name``, which may name no module (``from x import y`` read as x.y); a forked worker that needs
+    what failed imports it again, and fails as a worker started alone would."""
+    try:
+        importlib.import_module(name)
+    except ImportError:
+        pass
+
+
+def main(argv: list[str]) -> None:
+    """``python -m autograder.workers.forks FD MODULES``: import, fork on request (module docstring)."""
+    control = socket.socket(fileno=int(argv[0]))
+    die_with_parent()
+    parent = os.getppid()
+    from autograder.harness import notebook as worker
+
+    worker.prepare()
+    pending = [*FIRST_JOB, *filter(None, argv[1].split(","))]
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the kernel reaps the forks
+    while True:
+        if not select.select([control], [], [], 0 if pending else PARENT_POLL)[0]:
+            if pending:
+                _import(pending.pop(0))
+            elif os.getppid() != parent:
+                return
+            continue
+        message, descriptors, _, _ = socket.recv_fds(control, 1024, 3)
+        if not message:
+            return
+        if json.loads(message)["complete"]:
+            while pending:
+                _import(pending.pop(0))
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:
+            _become_worker(control, descriptors)
+        for descriptor in descriptors:
+            os.close(descriptor)
+        control.send(json.dumps({"forked": pid, "complete": not pending}).encode())
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,220 @@
+"""The local worker pool: ``--jobs`` `autograder.harness.notebook` processes, each grading one job at a time.
+
+A worker that dies or overruns its job's time limit is killed (its sandboxed kernel dies with it:
+bwrap runs with ``--die-with-parent``) and replaced; only that job fails. A job whose worker died is
+marked ``transient`` (not the student's failure: it is not stored, so the next run grades it again);
+a job past its time limit is the student's own failure. Workers die with the grader
+(`autograder.sandbox.guards`); they are started from the thread that calls `Pool.run`, since the kernel's
+parent-death signal follows the thread that started a process. A worker that cannot
+start, or dies before it says it is ready, ends the whole run with `WorkerStartError`, which names
+the cause: every later worker would fail the same way.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import select
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+
+from autograder.sandbox.guards import kill_group
+from autograder.harness.nbgrader_course import nbgrader_environment
+from autograder.records import GenerateJob, Job, Result
+from autograder.sandbox.warm import Zygote
+from autograder.workers.forks import ForkedWorker, WorkerForks, log_tail
+from course import ROOT
+
+START_TIMEOUT = 120
+THREADS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "OMP_WAIT_POLICY")
+
+
+class WorkerStartError(RuntimeError):
+    """A grading worker could not start: the message says why."""
+
+
+class Worker:
+    """One job slot: a persistent `autograder.harness.notebook` process, replaced when it dies or overruns."""
+
+    def __init__(self, slot: int, env: dict[str, str], log: Path, python: str = sys.executable):
+        self.slot, self.env, self.log, self.python = slot, env, log, python
+        self.process: subprocess.Popen | ForkedWorker | None = None
+        self.forks: WorkerForks | None = None  # where to fork the process from (`autograder.workers.forks`)
+        self.ready = False
+
+    def spawn(self, complete: bool = True) -> None:
+        """Start the worker's process unless it is running (and, for ``complete``, forked with every module);
+        `WorkerStartError` if it cannot."""
+        if self.process is not None and self.process.poll() is None:
+            if not complete or getattr(self.process, "complete", True):
+                return
+            self.stop()  # it made templates; a fork that has torch and the rest grades
+        self.ready = False
+        if self.forks is not None:
+            try:
+                self.process = self.forks.fork(self.log, complete)
+            except OSError as error:
+                raise WorkerStartError(f"a grading worker could not start: {error}") from error
+            return
+        try:
+            with open(self.log, "ab") as log:
+                self.process = subprocess.Popen([self.python, "-m", "autograder.harness.notebook"], stdin=subprocess.PIPE,
+                                                stdout=subprocess.PIPE, stderr=log, env=self.env, cwd=ROOT,
+                                                start_new_session=True)
+        except OSError as error:
+            raise WorkerStartError(f"could not start a grading worker ({self.python} -m autograder.harness.notebook): "
+                                   f"{error}") from error
+
+    def start(self, complete: bool = True) -> None:
+        """Start the worker unless it is running and wait until it is ready; `WorkerStartError` if it cannot."""
+        self.spawn(complete)
+        if self.ready:
+            return
+        line = self._read_line(time.monotonic() + START_TIMEOUT)
+        if not line or "ready" not in json.loads(line):
+            self.stop()
+            cause = (f"it did not get ready within {START_TIMEOUT} s" if line is None
+                     else f"it exited at start; the end of its log ({self.log}):\n{log_tail(self.log)}")
+            raise WorkerStartError(f"a grading worker could not start: {cause}")
+        self.ready = True
+
+    def run(self, job: Job | GenerateJob, timeout: float) -> Result:
+        """Send a job; its result, or a failure when the worker died or took longer than ``timeout``."""
+        self.start(isinstance(job, Job))
+        try:
+            self.process.stdin.write((job.to_json() + "\n").encode())
+            self.process.stdin.flush()
+            line = self._read_line(time.monotonic() + timeout)
+        except OSError:
+            line = b""
+        if line:
+            return Result.from_json(line)
+        self.stop()
+        if line is None:
+            return Result("failed", f"grading took longer than {timeout:.0f} s and was stopped")
+        return Result("failed", "the grading process was killed while grading it (it is graded again on the next run)",
+                      transient=True)
+
+    def _read_line(self, deadline: float) -> bytes | None:
+        """The worker's next line; b"" when it closed its output (it died), None when ``deadline`` passed."""
+        buffer = b""
+        fd = self.process.stdout.fileno()
+        while not buffer.endswith(b"\n"):
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not select.select([fd], [], [], remaining)[0]:
+                return None
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                return b""
+            buffer += chunk
+        return buffer
+
+    def stop(self) -> None:
+        if self.process is not None:
+            kill_group(self.process.pid)
+            self.process.wait()
+            self.process = None
+
+
+class Pool:
+    """Up to ``jobs`` workers, started when there is work; `run` hands out jobs and reports each result."""
+
+    def __init__(self, jobs: int, logs: Path, python: str = sys.executable):
+        # The worker runs test cells and the kernel the student's code, each waiting on the other: OpenMP threads
+        # that spin while waiting would take the cores from the one that works.
+        env = {**nbgrader_environment(), "OMP_WAIT_POLICY": "PASSIVE"}
+        if jobs > 1:
+            env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
+        logs.mkdir(parents=True, exist_ok=True)
+        self.workers = [Worker(i, env, logs / f"worker-{i}.log", python) for i in range(jobs)]
+        self.forks: WorkerForks | None = None
+        self.modules: tuple[str, ...] = ()  # `import_once`
+        self.logs = logs
+        self.closing = threading.Event()
+        # (preload set, packages shown, rules) -> its warm process (`autograder.sandbox.warm`)
+        self.zygotes: dict[tuple[tuple[str, ...], tuple[str, ...] | None, tuple[str, ...]], Zygote] = {}
+        self.zygote_log = open(logs / "zygotes.log", "ab")  # noqa: SIM115 - open while the pool lives
+
+    def run(self, jobs: list[Job] | list[GenerateJob], timeout: float,
+            on_result: Callable[[int, Result], None]) -> None:
+        """Run every job; calls ``on_result(index, result)`` in this thread as each one finishes.
+
+        Raises `WorkerStartError` (after stopping the other workers) when a worker cannot start.
+        """
+        pending: queue.Queue[int] = queue.Queue()
+        for index in range(len(jobs)):
+            pending.put(index)
+        results: queue.Queue[tuple[int, Result] | BaseException] = queue.Queue()
+
+        def serve(worker: Worker) -> None:
+            try:
+                while not self.closing.is_set():
+                    try:
+                        index = pending.get_nowait()
+                    except queue.Empty:
+                        return
+                    results.put((index, worker.run(jobs[index], timeout)))
+            except BaseException as error:  # noqa: BLE001 - handed to the main thread, which raises it
+                results.put(error)
+
+        if len(self.workers) > 1 and self.forks is None:  # in this thread, as the workers: it dies with it
+            self.forks = WorkerForks(self.workers[0].env, self.logs / "workers.log", self.modules,
+                                     self.workers[0].python, ROOT)
+            for worker in self.workers:
+                worker.forks = self.forks
+        complete = any(isinstance(job, Job) for job in jobs)
+        for worker in self.workers[:len(jobs)]:
+            worker.spawn(complete)  # in this thread: a worker dies with the thread that started it
+        jobs = [self._warm(job) for job in jobs]
+        threads = [threading.Thread(target=serve, args=(w,), daemon=True) for w in self.workers[:len(jobs)]]
+        for thread in threads:
+            thread.start()
+        for _ in jobs:
+            item = results.get()
+            if isinstance(item, BaseException):
+                self.close()
+                raise item
+            on_result(*item)
+
+    def import_once(self, modules: tuple[str, ...]) -> None:
+        """What the run's jobs import (torch, transformers' Llama): with two workers or more, each is forked from
+        one process that imports these once (`autograder.workers.forks`). Call it before the first `run`."""
+        self.modules = modules
+
+    def start_zygote(self, preload: tuple[str, ...], scratch: str, packages: tuple[str, ...] | None = None,
+                     forbid: tuple[str, ...] = ()) -> Zygote:
+        """The zygote of ``preload`` whose kernels see only ``packages`` (None: all) and keep ``forbid``'s rules
+        (`autograder.sandbox.warm`), started here on first use and not waited for: it imports while the workers do other
+        work. Called from the thread that runs the pool: it dies with that thread."""
+        key = (preload, packages, forbid)
+        if key not in self.zygotes:
+            threads = {key: value for key, value in self.workers[0].env.items() if key in THREADS}
+            self.zygotes[key] = Zygote(preload, scratch, self.zygote_log, threads, packages, forbid)
+        return self.zygotes[key]
+
+    def _warm(self, job: Job | GenerateJob) -> Job | GenerateJob:
+        """The job with the address of its preload set's zygote (`start_zygote`), when it is to start warm."""
+        if not isinstance(job, Job) or not (job.warm and job.isolate):
+            return job
+        template = job.template
+        return replace(job, zygote=self.start_zygote(template.preload, job.scratch, template.packages,
+                                                     template.forbid).address)
+
+    def close(self) -> None:
+        """Stop the workers and the zygotes (their sandboxes die with them)."""
+        self.closing.set()
+        for worker in self.workers:
+            worker.stop()
+        if self.forks is not None:
+            self.forks.close()
+            self.forks = None
+        for zygote in self.zygotes.values():
+            zygote.close()
+        self.zygotes.clear()
+        self.zygote_log.close()
