@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 
 # Code and printed lines on a book page fit this many columns (book/_static/course.css sizes the
-# boxes; tests/test_book.py checks every page against it).
+# boxes; tests/course/test_book.py checks every page against it).
 COLUMNS = 88
 
 # Marks and words that a CPU or GPU name can lose without losing which part it is.

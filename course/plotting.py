@@ -10,7 +10,7 @@ distinguishable in grey scale; bars and scatters should add MARKERS, hatches or 
 Every figure also needs alt text: give its code cell `mystnb: {image: {alt: ...}, figure: {caption: ...}}`.
 
 Figures are SVG with their text kept as text (so the browser draws it sharply, and
-tests/test_book.py can measure it). A page column is about COLUMN_INCHES wide on a desktop, so a
+tests/course/test_book.py can measure it). A page column is about COLUMN_INCHES wide on a desktop, so a
 wider figure is shown smaller: `scale_text_to_width`, run on every new figure, sizes the figure's
 fonts to its width, so that its smallest text ("x-small", ticks, legends) stays at least 9 CSS
 pixels. Give text sizes by name ("small", "x-small"), never in points, so that they follow.

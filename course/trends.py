@@ -1,7 +1,7 @@
 """Words for what a measurement did, computed from the numbers, for a page to glue into its prose.
 
 A book page never types "flat", "linear", "quadratic" or "faster" about something this machine
-measured (tests/test_claims.py): it computes the word here and glues it (myst_nb.glue), so a build
+measured (tests/course/test_claims.py): it computes the word here and glues it (myst_nb.glue), so a build
 on another machine says what that machine measured.
 
     >>> growth([256, 4096], [1.90, 4.29])

@@ -14,12 +14,12 @@ import pytest  # noqa: E402
 
 from tests import bank  # noqa: E402
 from tests.grading_helpers import ToyClass, released_notebooks  # noqa: E402
-from tests.harness import StandIn  # noqa: E402
+from tests.stand_in import StandIn  # noqa: E402
 
 
 @pytest.fixture(scope="session")
 def stand_in() -> Iterator[StandIn]:
-    """One stand-in kernel (`tests.harness.StandIn`) for the session's channel tests; each test starts from
+    """One stand-in kernel (`tests.stand_in.StandIn`) for the session's channel tests; each test starts from
     ``stand_in.session()``, which empties its namespace."""
     kernel = StandIn()
     yield kernel
@@ -28,7 +28,7 @@ def stand_in() -> Iterator[StandIn]:
 
 @pytest.fixture(scope="session")
 def bank_kernel() -> Iterator[StandIn]:
-    """The stand-in kernel that runs whole notebooks (`tests.harness.run_notebook`: the bank, the hidden seeds, the
+    """The stand-in kernel that runs whole notebooks (`tests.stand_in.run_notebook`: the bank, the hidden seeds, the
     harness's agreement with `grade`). Apart from ``stand_in``: the channel tests' attacks change what a namespace
     reset keeps (torch's generator, for one)."""
     kernel = StandIn()

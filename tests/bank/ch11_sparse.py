@@ -47,8 +47,9 @@ _CAUSAL_HIDDEN = ("        hidden = torch.arange(n_k)[None, :] > torch.arange(n_
                   "# (n_q, n_k)\n")
 _TOPK = "    best, index = scores.topk(min(top_k, k.shape[-2]), dim=-1)  # (B, n_q, kk)\n"
 
-# Breaks the chapter's rule `fused_attention` (`tests/test_rules.py` grades it through the real CLI, where SDPA raises):
-# the bank's stand-in kernel keeps SDPA, so here the hidden tests' bit-for-bit comparison with their oracle catches it.
+# Breaks the chapter's rule `fused_attention` (`tests/sandbox/test_rules.py` grades it through the real CLI, where
+# SDPA raises): the bank's stand-in kernel keeps SDPA, so here the hidden tests' bit-for-bit comparison with their
+# oracle catches it.
 SDPA_TOPK = '''
 def topk_sparse_attention(q, k, v, scores, top_k):
     kk = min(top_k, scores.shape[-1])
