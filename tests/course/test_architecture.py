@@ -1,5 +1,6 @@
 """docs/architecture.md and CONTRIBUTING's test table stay true: every module, function, class and attribute
-the architecture page names exists, and the table lists every test file. Read from the source (no imports)."""
+the architecture page names exists, the page names every subpackage of autograder/ and draws each in its processes,
+and the table lists every test file in every folder of tests/. Read from the source (no imports)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ ARCHITECTURE = ROOT / "docs" / "architecture.md"
 DOTTED = re.compile(r"\b(?:autograder|course)(?:\.\w+)+")
 CLASS_ATTRIBUTE = re.compile(r"`([A-Z]\w+)\.(\w+)`")
 PACKAGES = ("autograder", "course")
+MERMAID = re.compile(r"```mermaid\n(.*?)```", re.DOTALL)
 
 
 @cache
@@ -69,6 +71,24 @@ def test_every_module_and_name_the_architecture_page_names_exists() -> None:
     missing = [name for name in named if not _resolves(name)]
     missing += [f"{cls}.{attr}" for cls, attr in CLASS_ATTRIBUTE.findall(text) if not _class_has(cls, attr)]
     assert not missing, f"docs/architecture.md names what the code no longer has: {missing}; update the page"
+
+
+def _subpackages() -> list[str]:
+    return sorted(f"autograder.{init.parent.name}" for init in (ROOT / "autograder").glob("*/__init__.py"))
+
+
+def test_the_architecture_page_names_and_draws_every_subpackage() -> None:
+    text = ARCHITECTURE.read_text()
+    packages = _subpackages()
+    assert len(packages) >= 8, f"autograder/ has only the subpackages {packages}"
+    drawings = MERMAID.findall(text)
+    assert drawings, "docs/architecture.md draws the processes in a ```mermaid block"
+    named = set(DOTTED.findall(text))
+    unnamed = [p for p in packages if not any(n == p or n.startswith(f"{p}.") for n in named)]
+    assert not unnamed, f"docs/architecture.md never names the subpackages {unnamed}: say which process runs each"
+    drawn = set(DOTTED.findall("".join(drawings)))
+    undrawn = [p for p in packages if not any(n == p or n.startswith(f"{p}.") for n in drawn)]
+    assert not undrawn, f"the processes drawn in docs/architecture.md leave out {undrawn}"
 
 
 @pytest.mark.parametrize("name", ["autograder.nothing", "autograder.grading.run.nothing", "autograder.records.Job.nothing"])
