@@ -8,3 +8,5 @@ The instructor tool lives apart, in `autograder/`.
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+SOLUTIONS = "solutions"  # ROOT's folder of nbgrader source assignments (reference solutions, hidden tests)
+EXERCISES = "exercises"  # ROOT's folder of released student notebooks, generated from SOLUTIONS
