@@ -18,6 +18,8 @@ import pytest
 
 from autograder.__main__ import build_parser, options_from
 from autograder.grading.options import Options
+from autograder.reports.similarity import DEFAULT_THRESHOLD
+from autograder.sandbox.limits import Limits
 from course import EXERCISES, ROOT, SOLUTIONS
 
 README = ROOT / "README.md"
@@ -150,6 +152,22 @@ def test_a_grade_run_without_options_gets_the_options_defaults(tmp_path: Path) -
     differ = {name: (getattr(from_cli, name), getattr(own, name)) for name in vars(own)
               if getattr(from_cli, name) != getattr(own, name)}
     assert not differ, f"`python -m autograder grade` without options and `Options` disagree (CLI, Options): {differ}"
+
+
+def test_the_prose_states_the_defaults_the_code_has() -> None:
+    """Defaults the option tables do not hold (limits without an option, the threshold's reasoning, a message
+    under the default cell timeout), as README.md and docs/instructor-cli.md word them."""
+    limits, mib = Limits(), 2**20
+    said = {README: [f"a private `/tmp` (tmpfs, {limits.tmp_bytes // mib} MiB)",
+                     f"{limits.file_bytes // mib} MiB per file, {limits.processes} processes",
+                     f"limit but the {limits.file_bytes // mib} MiB per file",
+                     f"**The default threshold, {DEFAULT_THRESHOLD:g},**",
+                     f"no result within the {limits.cell_seconds} s a test cell may take"],
+            CLI_DOC: [f"(each file at most {limits.file_bytes // mib} MiB)"]}
+    for path, phrases in said.items():
+        text = " ".join(path.read_text().split())
+        missing = [phrase for phrase in phrases if phrase not in text]
+        assert not missing, f"{path.name} should say, as the code has it: {missing}"
 
 
 def test_the_course_folders_are_named_once() -> None:
