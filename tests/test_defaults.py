@@ -68,10 +68,17 @@ def expected_default(action: argparse.Action) -> str:
     return shown(action.default) if literal(action) else stated(action) or ""
 
 
-def option_rows(text: str) -> dict[str, str]:
+def usage(action: argparse.Action) -> str:
+    """How a table row names the option: ``--name METAVAR`` (``--name`` for a flag or a choice)."""
+    name = max(action.option_strings, key=len)
+    return f"{name} {action.metavar}" if action.metavar else name
+
+
+def option_rows(text: str) -> dict[str, tuple[str, str]]:
     """The option tables of ``text`` (a header whose first cell is ``option`` and with a ``default`` column): the
-    option each row names (its first cell's first ``--name``) -> its default cell, backticks left out."""
-    rows: dict[str, str] = {}
+    option each row names (its first cell's first ``--name``) -> (how the row writes it, its first code span
+    without the value of a choice; its default cell, backticks left out)."""
+    rows: dict[str, tuple[str, str]] = {}
     for table in re.findall(r"(?:^\|.*\n?)+", text, re.MULTILINE):
         lines = table.strip().splitlines()
         header = [cell.strip() for cell in CELL.split(lines[0].strip().strip("|"))]
@@ -83,7 +90,8 @@ def option_rows(text: str) -> dict[str, str]:
             cells = [cell.strip() for cell in CELL.split(line.strip().strip("|"))]
             named = OPTION.search(cells[0])
             assert named, f"an option row that names no --option: {line}"
-            rows[named.group()] = cells[column].replace("`", "").strip()
+            written = re.search(r"`([^`]*)`", cells[0])
+            rows[named.group()] = (written.group(1) if written else cells[0], cells[column].replace("`", "").strip())
     return rows
 
 
@@ -92,8 +100,11 @@ def table_problems(text: str, parser: argparse.ArgumentParser) -> list[str]:
     rows, real = option_rows(text), options(parser)
     problems = [f"{name}: no row in the option table (its default: {expected_default(action)!r})"
                 for name, action in real.items() if name not in rows]
-    problems += [f"{name}: the table says default {rows[name]!r}, the parser's is {expected_default(action)!r}"
-                 for name, action in real.items() if name in rows and rows[name] != expected_default(action)]
+    problems += [f"{name}: the table says default {rows[name][1]!r}, the parser's is {expected_default(action)!r}"
+                 for name, action in real.items() if name in rows and rows[name][1] != expected_default(action)]
+    problems += [f"{name}: the table writes it {rows[name][0]!r}, the parser's usage is {usage(action)!r}"
+                 for name, action in real.items() if name in rows
+                 and rows[name][0] != usage(action) and not (action.choices and rows[name][0].startswith(name))]
     problems += [f"{name}: a row for an option that `{parser.prog}` does not have" for name in rows if name not in real]
     return problems
 
