@@ -1,7 +1,8 @@
 """What the book pages, the benchmarks and the tests share: the chapter registry (`course.chapters`),
 notebook helpers (`course.notebooks`), the reference solutions (`course.solutions`), published
 model configurations (`course.configs`) and the machine description (`course.machine`); here, the
-repository's root and the names of its two assignment folders, spelled nowhere else in the code (`tests/test_defaults.py`).
+repository's root and the names of its two assignment folders, spelled nowhere else in the code
+(`tests/test_defaults.py`).
 
 The instructor tool lives apart, in `autograder/`.
 """
