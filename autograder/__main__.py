@@ -27,7 +27,7 @@ from autograder.grading.options import SOURCE, Options
 from autograder.grading.release import release
 from autograder.submissions.find import STAGING_BYTES
 from autograder.reports.similarity import DEFAULT_THRESHOLD
-from course import ROOT
+from course import EXERCISES, ROOT, SOLUTIONS
 from course.chapters import slugs
 
 USAGE_ERROR = 2
@@ -59,7 +59,7 @@ def _grade_parser(commands) -> None:
                     "usage error, an unreadable SUBMISSIONS or when nothing could be graded.")
     grade.add_argument("submissions", type=Path, metavar="SUBMISSIONS", help="folder or zip of submissions")
     grade.add_argument("--out", type=Path, required=True, metavar="DIR",
-                       help="folder for grades.csv, feedback/, report.html (not inside solutions/, exercises/ or "
+                       help=f"folder for grades.csv, feedback/, report.html (not inside {SOLUTIONS}/, {EXERCISES}/ or "
                             "--source)")
     grade.add_argument("--assignment", action="append", default=[], metavar="A",
                        help="grade only this assignment (repeatable; default: every assignment handed in)")
@@ -71,9 +71,10 @@ def _grade_parser(commands) -> None:
     grade.add_argument("--scheduler", default="", metavar="ADDRESS",
                        help="grade on the Dask cluster of this scheduler (e.g. tcp://10.0.0.5:8786) instead of "
                             "local processes; its workers set the parallelism")
-    grade.add_argument("--db", default="", metavar="URL", help="gradebook SQLAlchemy URL (default: sqlite in DIR)")
+    grade.add_argument("--db", default="", metavar="URL",
+                       help="gradebook SQLAlchemy URL (default: sqlite:///DIR/gradebook.db)")
     grade.add_argument("--source", type=Path, default=SOURCE, metavar="DIR",
-                       help="folder of nbgrader source assignments (default: solutions/)")
+                       help=f"folder of nbgrader source assignments (default: {SOLUTIONS}/)")
     grade.add_argument("--cell-timeout", type=_at_least_one, default=DEFAULT.cell_seconds, metavar="S",
                        help=f"seconds one cell may run (default {DEFAULT.cell_seconds})")
     grade.add_argument("--timeout", type=_at_least_one, default=DEFAULT.cpu_seconds, metavar="S",
@@ -112,7 +113,7 @@ def _usage_problem(args: argparse.Namespace) -> str:
         return f"SUBMISSIONS: no such folder or zip: {args.submissions}"
     if not source.is_dir():
         return f"--source: no such folder: {args.source}"
-    for folder, name in ((ROOT / "solutions", "solutions/"), (ROOT / "exercises", "exercises/"),
+    for folder, name in ((ROOT / SOLUTIONS, f"{SOLUTIONS}/"), (ROOT / EXERCISES, f"{EXERCISES}/"),
                          (source, "--source"), (args.submissions.resolve(), "SUBMISSIONS")):
         if out == folder or out.is_relative_to(folder):
             return (f"--out {args.out} is inside {name} ({folder}): grades, feedback and the gradebook would be "
@@ -139,7 +140,10 @@ def _fraction(text: str) -> float:
     return value
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of `python -m autograder` and its subcommands, the one place their options are declared, each
+    default read from the module that defines it; tests/test_defaults.py holds README.md's and
+    docs/instructor-cli.md's option tables to it."""
     parser = argparse.ArgumentParser(prog="python -m autograder", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=_version())
@@ -152,7 +156,11 @@ def main(argv: list[str] | None = None) -> int:
     collect.add_parser(commands, DEFAULT_THRESHOLD, _fraction)
     export.add_parser(commands)
     canvas_feedback.add_parser(commands)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     if args.command == "collect":
         return collect.run(args)
     if args.command == "export":
@@ -182,15 +190,20 @@ def main(argv: list[str] | None = None) -> int:
         return USAGE_ERROR
     from autograder.grading.run import grade
 
+    return grade(options_from(args))
+
+
+def options_from(args: argparse.Namespace) -> Options:
+    """The `Options` of parsed ``grade`` arguments (a run without options gets `Options`' own defaults)."""
     jobs = 1 if args.scheduler else len(os.sched_getaffinity(0)) if args.jobs is None else args.jobs
     limits = replace(DEFAULT, memory_bytes=int(args.memory * GiB), cpu_seconds=args.timeout,
                      cell_seconds=args.cell_timeout, disk_bytes=args.disk * MiB)
-    return grade(Options(submissions=args.submissions, out=args.out.resolve(), jobs=jobs, db_url=args.db,
-                         source=args.source.resolve(), limits=limits, unpacked_bytes=int(args.max_unpacked * GiB),
-                         isolate=not args.no_isolate, warm=not args.cold, progress=not args.quiet,
-                         scheduler=args.scheduler, secret_file=args.secret_file and args.secret_file.resolve(),
-                         assignments=tuple(args.assignment), students=tuple(args.student), force=args.force,
-                         similarity_threshold=None if args.no_similarity else args.similarity_threshold))
+    return Options(submissions=args.submissions, out=args.out.resolve(), jobs=jobs, db_url=args.db,
+                   source=args.source.resolve(), limits=limits, unpacked_bytes=int(args.max_unpacked * GiB),
+                   isolate=not args.no_isolate, warm=not args.cold, progress=not args.quiet,
+                   scheduler=args.scheduler, secret_file=args.secret_file and args.secret_file.resolve(),
+                   assignments=tuple(args.assignment), students=tuple(args.student), force=args.force,
+                   similarity_threshold=None if args.no_similarity else args.similarity_threshold)
 
 
 if __name__ == "__main__":

@@ -3,16 +3,15 @@
 Plain nbgrader, from the repository root:
     nbgrader generate_assignment 01_similarity --force --JupyterApp.config_file=autograder/nbgrader_config.py
 """
-from pathlib import Path
+from autograder.sandbox.limits import Limits
+from course import EXERCISES, ROOT, SOLUTIONS
 
 c = get_config()  # noqa: F821 - provided by traitlets when it loads this file
 
-ROOT = Path(__file__).resolve().parent.parent
-
 c.CourseDirectory.course_id = "attention-by-hand"
 c.CourseDirectory.root = str(ROOT)
-c.CourseDirectory.source_directory = "solutions"
-c.CourseDirectory.release_directory = "exercises"
+c.CourseDirectory.source_directory = SOLUTIONS
+c.CourseDirectory.release_directory = EXERCISES
 c.CourseDirectory.db_url = f"sqlite:///{ROOT / 'gradebook.db'}"
 # Only an assignment's own files are released (and copied into each grading job): never what a grading run
 # writes (`python -m autograder grade` also refuses an output folder inside solutions/ or exercises/).
@@ -21,4 +20,4 @@ c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedb
 
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
 c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
-c.Execute.timeout = 60
+c.Execute.timeout = Limits().cell_seconds  # what `grade --cell-timeout` defaults to

@@ -38,7 +38,7 @@ from autograder.reports.layout import OutputFolder
 from autograder.harness.nbgrader_course import generate_assignment, nbgrader_environment
 from autograder.reports.state import stored_results
 from benchmarks.memory import MiB, Memory, PeakMemory
-from course import ROOT
+from course import ROOT, SOLUTIONS
 from course.chapters import chapter
 from course.machine import describe_machine
 from course.notebooks import solution_sources, student_notebook
@@ -94,13 +94,13 @@ def _run(command: list[str], cwd: Path, env: dict[str, str] | None = None) -> No
 
 def plain_nbgrader(submissions: Path, course: Path, assignments: list[str]) -> Run:
     """Generate each assignment, then `nbgrader autograde` and `generate_feedback`, one assignment after another."""
-    shutil.copytree(ROOT / "solutions", course / "solutions", dirs_exist_ok=True)
+    shutil.copytree(ROOT / SOLUTIONS, course / SOLUTIONS, dirs_exist_ok=True)
     shutil.copytree(submissions, course / "submitted")
     db = f"sqlite:///{course / 'gradebook.db'}"
     with PeakMemory() as peak:
         start = time.perf_counter()
         for assignment in assignments:
-            error_log = generate_assignment(assignment, course, "solutions", course / "release", db)
+            error_log = generate_assignment(assignment, course, SOLUTIONS, course / "release", db)
             if error_log:
                 raise RuntimeError(f"nbgrader generate_assignment {assignment} failed:\n{error_log}")
         for assignment in assignments:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import yaml
 
-from course import ROOT
+from course import EXERCISES, ROOT, SOLUTIONS
 
 REGISTRY = Path(__file__).with_name("chapters.yml")
 
@@ -41,12 +41,12 @@ class Chapter:
     @property
     def solution(self) -> Path:
         """The nbgrader source notebook (reference solutions and hidden tests)."""
-        return ROOT / "solutions" / self.slug / f"{self.notebook}.ipynb"
+        return ROOT / SOLUTIONS / self.slug / f"{self.notebook}.ipynb"
 
     @property
     def exercise(self) -> Path:
         """The generated student notebook."""
-        return ROOT / "exercises" / self.slug / f"{self.notebook}.ipynb"
+        return ROOT / EXERCISES / self.slug / f"{self.notebook}.ipynb"
 
     @property
     def heading(self) -> str:

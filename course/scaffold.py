@@ -14,7 +14,7 @@ from pathlib import Path
 
 import nbformat
 
-from course import ROOT
+from course import ROOT, SOLUTIONS
 from course.chapters import REGISTRY, Chapter, read_registry
 from course.tables import INTRO, README, chapter_rows, insert_row, insert_toc_entry, intro_row, readme_row
 
@@ -137,12 +137,12 @@ def new_chapter(slug: str, title: str, library: str, functions: tuple[str, ...],
     chapter = Chapter(slug=slug, title=title, notebook=slug.split("_", 1)[1], library=library,
                       functions=functions, learn=learn, preload=("torch",) if library == "PyTorch" else (),
                       packages=("numpy",) if library == "NumPy" else None)
-    for path in (root / "book" / f"{slug}.md", root / "solutions" / slug, root / "tests" / "bank" / f"ch{slug}.py"):
+    for path in (root / "book" / f"{slug}.md", root / SOLUTIONS / slug, root / "tests" / "bank" / f"ch{slug}.py"):
         if path.exists():
             raise FileExistsError(f"{path} already exists")
     (root / "book" / f"{slug}.md").write_text(PAGE.format(heading=chapter.heading, slug=slug))
-    (root / "solutions" / slug).mkdir(parents=True)
-    nbformat.write(skeleton(chapter), root / "solutions" / slug / f"{chapter.notebook}.ipynb")
+    (root / SOLUTIONS / slug).mkdir(parents=True)
+    nbformat.write(skeleton(chapter), root / SOLUTIONS / slug / f"{chapter.notebook}.ipynb")
     (root / "tests" / "bank" / f"ch{slug}.py").write_text(
         f'"""Chapter {chapter.number} answers: {", ".join(functions)}."""\n\nfrom tests.bank import Answer\n\n'
         f'ASSIGNMENT = "{slug}"\n\nWRONG: list[Answer] = []\n\nRIGHT: list[Answer] = []\n')

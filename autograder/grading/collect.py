@@ -18,6 +18,7 @@ from pathlib import Path
 from autograder.reports.class_record import OutputUnavailable, class_rows, open_output, submitted_tasks
 from autograder.reports.layout import OutputFolder
 from autograder.grading.options import SOURCE
+from course import SOLUTIONS
 
 
 def add_parser(commands: "argparse._SubParsersAction", threshold: float, fraction) -> None:
@@ -31,7 +32,7 @@ def add_parser(commands: "argparse._SubParsersAction", threshold: float, fractio
                     "graded again and no submissions are needed.")
     collect.add_argument("dir", type=Path, metavar="DIR", help="the --out folder of `python -m autograder grade`")
     collect.add_argument("--source", type=Path, default=SOURCE, metavar="DIR",
-                         help="the nbgrader source assignments DIR was graded from (default: solutions/)")
+                         help=f"the nbgrader source assignments DIR was graded from (default: {SOLUTIONS}/)")
     collect.add_argument("--db", default="", metavar="URL", help="the gradebook grade was given with --db "
                                                                  "(default: DIR/gradebook.db)")
     collect.add_argument("--similarity-threshold", type=fraction, default=threshold, metavar="S",

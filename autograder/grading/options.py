@@ -1,6 +1,7 @@
 """`Options`: everything `python -m autograder grade` was asked, as the command line filled it in.
 
-Runs in the grader. Its field defaults are the command line's defaults (`autograder.__main__`).
+Runs in the grader. Its field defaults are the command line's defaults: `autograder.__main__` reads them from
+here, `Limits` and the modules that own each one, never a copy.
 """
 
 from __future__ import annotations
@@ -8,11 +9,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from autograder.reports.similarity import DEFAULT_THRESHOLD
 from autograder.sandbox.limits import Limits
 from autograder.submissions.find import STAGING_BYTES
-from course import ROOT
+from course import ROOT, SOLUTIONS
 
-SOURCE = ROOT / "solutions"  # the nbgrader source assignments graded by default
+SOURCE = ROOT / SOLUTIONS  # the nbgrader source assignments graded by default
 
 
 @dataclass(frozen=True)
@@ -30,7 +32,8 @@ class Options:
     warm: bool = True  # fork kernels from a preloaded process per assignment (`autograder.sandbox.zygote`); False: --cold
     progress: bool = True
     scheduler: str = ""  # a Dask scheduler's address: grade there (`autograder.workers.dask_pool`) instead of locally
-    similarity_threshold: float | None = None  # list pairs this similar (`autograder.reports.similarity`); None: off
+    # list the pairs of students this similar (`autograder.reports.similarity`); None: off (--no-similarity)
+    similarity_threshold: float | None = DEFAULT_THRESHOLD
     assignments: tuple[str, ...] = ()  # grade only these (all when empty)
     students: tuple[str, ...] = ()  # grade only these students (all when empty)
     force: bool = False  # grade again what is stored

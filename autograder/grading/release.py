@@ -7,11 +7,11 @@ import tempfile
 from pathlib import Path
 
 from autograder.harness.nbgrader_course import generate_assignment
-from course import ROOT
+from course import EXERCISES, ROOT, SOLUTIONS
 from course.chapters import slugs
 
 
-def release(release_dir: Path = ROOT / "exercises", assignments: tuple[str, ...] | None = None) -> list[Path]:
+def release(release_dir: Path = ROOT / EXERCISES, assignments: tuple[str, ...] | None = None) -> list[Path]:
     """Regenerate the given chapters (default: every chapter of the registry); returns the folders written.
     Raises RuntimeError with nbgrader's log when one cannot be generated."""
     written = []
@@ -19,7 +19,7 @@ def release(release_dir: Path = ROOT / "exercises", assignments: tuple[str, ...]
         db_url = f"sqlite:///{Path(scratch) / 'gradebook.db'}"
         for assignment in assignments or slugs():
             shutil.rmtree(release_dir / assignment, ignore_errors=True)
-            error_log = generate_assignment(assignment, ROOT, "solutions", release_dir, db_url)
+            error_log = generate_assignment(assignment, ROOT, SOLUTIONS, release_dir, db_url)
             if error_log:
                 raise RuntimeError(f"nbgrader generate_assignment {assignment} failed:\n{error_log}")
             written.append(release_dir / assignment)

@@ -39,6 +39,7 @@ from traitlets import List, Unicode
 from autograder import measure
 
 from autograder.sandbox import rules
+from autograder.sandbox.limits import Limits
 from autograder.channel.session import Session
 from autograder.harness.hidden_seed import HIDDEN_KEY
 from autograder.harness.graded_cells import CellKind, CellRun, TrustedCells, answer_names, cell_kind
@@ -129,9 +130,9 @@ class TrustedExecute(Execute):
     def preprocess(self, nb, resources, km=None):  # noqa: ANN001, ANN201 - nbconvert's signature
         info = resources["nbgrader"]
         self.plan = read_plan(info["db_url"], info["notebook"], info["assignment"])
-        self.trusted = TrustedCells(self.plan.names, float(self.timeout or 60),
+        self.trusted = TrustedCells(self.plan.names, float(self.timeout or Limits().cell_seconds),
                                     {"__name__": "__main__", HIDDEN_KEY: self.hidden_key})
-        self.session = Session(float(self.timeout or 60))
+        self.session = Session(float(self.timeout or Limits().cell_seconds))
         self.serves = 0
         self.kernel_pid: int | None = None
         self.looked_for_kernel = False
@@ -220,7 +221,7 @@ class TrustedExecute(Execute):
         serving = asyncio.ensure_future(super().async_execute_cell(serve_cell, cell_index, None, False))
         accepting = asyncio.ensure_future(asyncio.get_running_loop().sock_accept(listener))
         try:
-            await asyncio.wait([serving, accepting], timeout=float(self.timeout or 60),
+            await asyncio.wait([serving, accepting], timeout=float(self.timeout or Limits().cell_seconds),
                                return_when=asyncio.FIRST_COMPLETED)
             session = None
             if accepting.done() and not accepting.cancelled() and accepting.exception() is None:

@@ -48,7 +48,7 @@ from autograder.sandbox.guards import die_with_parent, read_kernel_file, watch_p
 from autograder.sandbox.home import KernelHome, inode_count  # noqa: E402
 from autograder.harness.nbgrader_course import (course_config, generate_assignment, run_converter,  # noqa: E402
                                          use_inprocess_alembic)  # noqa: E402
-from autograder.sandbox.limits import WORKER_HEADROOM  # noqa: E402
+from autograder.sandbox.limits import START_SECONDS, WORKER_HEADROOM  # noqa: E402
 from autograder.records import CellResult, GenerateJob, Job, Result, read_job  # noqa: E402
 from autograder.harness.safe_html import with_csp  # noqa: E402
 from autograder.sandbox.bwrap import (KERNEL_NAME, Channel, environment, kernel_argv, new_channel, prepare_home,  # noqa: E402
@@ -59,7 +59,6 @@ from nbgrader.converters import Autograde  # noqa: E402
 from nbgrader.preprocessors import Execute  # noqa: E402
 
 STUDENT = "student"
-STARTUP_SECONDS = 120  # how long a kernel may take to start (nbgrader's startup timeout)
 MANUAL_PENDING = "Pending: this answer is graded by hand. Its score is not given yet (the 0 shown is not final)."
 _launches: list[float] = []
 _homes: list[KernelHome] = []  # this job's kernel home, when sandboxed: reached once the kernel has mounted it
@@ -76,7 +75,7 @@ def grading_config(course: Path, db_url: str, cell_timeout: int, home: Path, soc
     config.Execute.timeout = cell_timeout
     config.Execute.kernel_name = KERNEL_NAME
     config.Execute.interrupt_on_timeout = True
-    config.Execute.startup_timeout = STARTUP_SECONDS
+    config.Execute.startup_timeout = START_SECONDS
     config.Execute.iopub_timeout = 10
     config.Execute.raise_on_iopub_timeout = False
     config.Execute.shutdown_kernel = "immediate"  # every output is in by then: no goodbye round trip to wait for
@@ -186,7 +185,7 @@ def _record_launches() -> None:
                 self._reconcile_connection_info(self.provisioner.connection_info)
                 launched, find = None, process.kernel_pid
             if _homes:  # nothing connects to its sockets before its home is its own tmpfs
-                await _homes[0].wait(find, process.poll, STARTUP_SECONDS)
+                await _homes[0].wait(find, process.poll, START_SECONDS)
             return launched
 
         _launch_kernel = _async_launch_kernel

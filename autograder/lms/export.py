@@ -26,6 +26,7 @@ from autograder.lms.grades import Grades, Outcome, check_matched, fill, read_gra
 from autograder.lms.manual import with_manual_points
 from autograder.lms.table import ExportError, read_table, table_bytes
 
+MATCH = "email"  # how Moodle rows are matched when --match is not given
 IMPORT_STEPS = {"canvas": "In Canvas: Grades > Import, choose {out}, check the changes it lists, then Upload.",
                 "moodle": "In Moodle: Grades > Import > CSV file, choose {out}, map '{column}' to the user's {column} "
                           "and the grade column to its grade item, then Upload grades."}
@@ -48,9 +49,9 @@ def add_parser(commands: "argparse._SubParsersAction") -> None:
                              "(\"Assignment: Similarity (Real)\"); repeat for each assignment")
     export.add_argument("--out", type=Path, required=True, metavar="IMPORT.csv", help="the file to import")
     export.add_argument("--match", choices=["email", "idnumber", "name"], default=None,
-                        help="Moodle only: identify users by email address (default) or ID number, equal to "
-                             "the student id, or by full name (students graded from Moodle's own submissions "
-                             "zip, whose ids are the names Moodle gave its files)")
+                        help="Moodle only: identify users by email address, by ID number, equal to the student "
+                             "id, or by full name (students graded from Moodle's own submissions zip, whose ids are "
+                             f"the names Moodle gave its files) (default: {MATCH})")
     export.add_argument("--max-grade", action="append", default=[], metavar="ASSIGNMENT=POINTS",
                         help="Moodle only: the grade item's maximum grade (Moodle's export does not carry it; "
                              "without this option it is taken from the item's Percentage column when the "
@@ -118,7 +119,7 @@ def _export(args: argparse.Namespace) -> tuple[Outcome, bytes, list[str], list[s
         table = read_table(args.gradebook, ",;", required="Section")
         found = lms_canvas.layout(table, mapping, grades)
     else:
-        match = args.match or "email"
+        match = args.match or MATCH
         table = read_table(args.gradebook, ",;\t:", required=lms_moodle.MATCH_COLUMNS[match])
         found = lms_moodle.layout(table, mapping, grades, match, max_grades)
     check_matched(found, grades, [assignment for assignment, _ in mapping], args.gradebook)

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from autograder.sandbox.home import CAPABILITIES, OWN_HOME
-from autograder.sandbox.limits import ENV, Limits
+from autograder.sandbox.limits import ENV, START_SECONDS, Limits
 from autograder.sandbox.rules import ENV as FORBID
 from autograder.sandbox.site_view import shown_entries, site_folders
 
@@ -345,7 +345,7 @@ def enable_hint() -> str:
 def check() -> None:
     """Start one sandbox that imports the checks and must see neither the course's solutions nor the
     network; raise `SandboxUnavailable` (why, and the line that enables it) when that fails."""
-    from course import ROOT
+    from course import ROOT, SOLUTIONS
 
     with tempfile.TemporaryDirectory(prefix="autograder-check-") as scratch:
         home = Path(scratch) / "home"
@@ -354,8 +354,8 @@ def check() -> None:
         limits = Limits()
         try:
             argv = command(home, home, limits, environment(home, limits, ()),
-                           [sys.executable, "-c", PROBE, str(ROOT / "solutions")])
-            done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+                           [sys.executable, "-c", PROBE, str(ROOT / SOLUTIONS)])
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=START_SECONDS)
         except (OSError, subprocess.SubprocessError, RuntimeError) as error:
             raise SandboxUnavailable(f"cannot start bwrap: {error}") from error
     lines = [line for line in done.stderr.strip().splitlines() if line.strip()] or [f"exit status {done.returncode}"]

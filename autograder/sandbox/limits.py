@@ -1,4 +1,4 @@
-"""`Limits`: the resource limits of one submission, the one place their defaults are set.
+"""`Limits`: the resource limits of one submission, the one place their defaults are set, and `START_SECONDS`.
 
 The command line (`autograder.__main__`) takes its defaults from `Limits()`; a grading job carries its
 `Limits` (`autograder.records.Job`) to the worker, which hands them to the kernel in one environment
@@ -13,6 +13,10 @@ import json
 from dataclasses import asdict, dataclass
 
 ENV = "AUTOGRADER_LIMITS"
+# How long a process of grading may take to start and answer ready: a worker (`autograder.workers.pool`,
+# `autograder.workers.forks`), a warm zygote (`autograder.sandbox.warm`), a kernel (nbgrader's startup timeout,
+# `autograder.harness.notebook`) and the sandbox's probe (`autograder.sandbox.bwrap`).
+START_SECONDS = 120
 WORKER_HEADROOM = 3 * 2**30  # address space a worker may use beyond its kernel's (nbgrader, outputs)
 
 

@@ -27,11 +27,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from autograder.sandbox.limits import Limits
+from autograder.sandbox.limits import START_SECONDS, Limits
 from autograder.sandbox.bwrap import SANDBOX_UID, Channel, command, environment, new_channel, prepare_home, socket_link
 from autograder.sandbox.zygote import KernelRequest
 
-START_TIMEOUT = 120.0
 PROBE_FILE = "probe.txt"  # where `check`'s probe says what it found
 
 
@@ -149,7 +148,7 @@ class Zygote:
 
 class ZygoteClient:
     """A worker's connection to a `Zygote` (at ``address``): `spawn` forks a kernel; its kernels die with the
-    connection. Raises `WarmStartUnavailable` when the zygote does not answer ready within `START_TIMEOUT`."""
+    connection. Raises `WarmStartUnavailable` when the zygote does not answer ready within `START_SECONDS`."""
 
     def __init__(self, address: str):
         self.control = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -160,7 +159,7 @@ class ZygoteClient:
             raise WarmStartUnavailable(f"cannot reach the warm process ({error})") from None
         self.buffer, self.exits, self.spawned, self.count = b"", {}, set(), 0
         self.ready: dict = {}
-        deadline = time.monotonic() + START_TIMEOUT
+        deadline = time.monotonic() + START_SECONDS
         while not self.ready and self.alive and time.monotonic() < deadline:
             self.read(deadline - time.monotonic())
         if not self.ready:
@@ -222,7 +221,7 @@ class ZygoteClient:
             self.send(json.loads(request.to_json()))
         except OSError as error:
             raise WarmStartUnavailable(f"the warm process is gone ({error})") from None
-        deadline = time.monotonic() + START_TIMEOUT
+        deadline = time.monotonic() + START_SECONDS
         while request.id not in self.spawned and request.id not in self.exits and time.monotonic() < deadline:
             if not self.alive:
                 raise WarmStartUnavailable("the warm process died")
@@ -313,15 +312,15 @@ def check() -> None:
 
 def _probe(client: ZygoteClient) -> tuple[int, str]:
     """Fork `PROBE` through ``client``: its exit status and what it found."""
-    from course import ROOT
+    from course import ROOT, SOLUTIONS
 
     home = client.new_home()
     prepare_home(home)
     limits = Limits()
-    probe = PROBE.replace("sys.argv[1]", repr(str(ROOT / "solutions")))
+    probe = PROBE.replace("sys.argv[1]", repr(str(ROOT / SOLUTIONS)))
     kernel = client.spawn(home, home, home / "link", home / "connection.json", limits, environment(home, limits, ()),
                           probe)
-    status = kernel.wait(START_TIMEOUT)
+    status = kernel.wait(START_SECONDS)
     client.close()
     return status, (home / PROBE_FILE).read_text() if (home / PROBE_FILE).exists() else ""
 

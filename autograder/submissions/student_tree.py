@@ -18,9 +18,9 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from course import ROOT
+from course import ROOT, SOLUTIONS
 
-LEFT_OUT = ("solutions", "tests", ".ci", ".github")
+LEFT_OUT = (SOLUTIONS, "tests", ".ci", ".github")
 
 
 class StudentTreeError(Exception):
@@ -34,7 +34,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "everything but solutions/ and tests/, for a private term's student repository")
     parser.add_argument("--repository-url", metavar="URL",
                         help="with --student-tree: the student repository the launch links open")
-    parser.add_argument("--branch", metavar="NAME", help="with --student-tree: its branch (default: main)")
+    parser.add_argument("--branch", metavar="NAME",
+                        help="with --student-tree: its branch (default: the branch _config.yml names)")
 
 
 def tracked_files(root: Path = ROOT) -> list[Path]:

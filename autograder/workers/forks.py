@@ -32,11 +32,11 @@ import threading
 from pathlib import Path
 
 from autograder.sandbox.guards import PARENT_POLL, die_with_parent
+from autograder.sandbox.limits import START_SECONDS
 
 # What the first grading job of a worker imports besides nbgrader (a second of a core, once per worker).
 FIRST_JOB = ("nbclient", "jupyter_client.asynchronous", "nbconvert.exporters.html", "autograder.harness.execute",
              "autograder.harness.kernel_client", "autograder.sandbox.warm")
-TIMEOUT = 120.0
 
 
 def log_tail(log: Path, lines: int = 15) -> str:
@@ -78,7 +78,7 @@ class WorkerForks:
     def __init__(self, env: dict[str, str], log: Path, modules: tuple[str, ...], python: str, cwd: Path):
         self.log = log
         self.control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        self.control.settimeout(TIMEOUT)
+        self.control.settimeout(START_SECONDS)
         self.asking = threading.Lock()  # a worker is replaced from its own thread
         with open(log, "ab") as handle:
             self.process = subprocess.Popen(

@@ -25,13 +25,13 @@ from dataclasses import replace
 from pathlib import Path
 
 from autograder.sandbox.guards import kill_group
+from autograder.sandbox.limits import START_SECONDS
 from autograder.harness.nbgrader_course import nbgrader_environment
 from autograder.records import GenerateJob, Job, Result
 from autograder.sandbox.warm import Zygote
 from autograder.workers.forks import ForkedWorker, WorkerForks, log_tail
 from course import ROOT
 
-START_TIMEOUT = 120
 THREADS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "OMP_WAIT_POLICY")
 
 
@@ -76,10 +76,10 @@ class Worker:
         self.spawn(complete)
         if self.ready:
             return
-        line = self._read_line(time.monotonic() + START_TIMEOUT)
+        line = self._read_line(time.monotonic() + START_SECONDS)
         if not line or "ready" not in json.loads(line):
             self.stop()
-            cause = (f"it did not get ready within {START_TIMEOUT} s" if line is None
+            cause = (f"it did not get ready within {START_SECONDS} s" if line is None
                      else f"it exited at start; the end of its log ({self.log}):\n{log_tail(self.log)}")
             raise WorkerStartError(f"a grading worker could not start: {cause}")
         self.ready = True

@@ -95,15 +95,6 @@ def test_version(capsys, command: list[str]) -> None:
     assert stopped.value.code == 0 and capsys.readouterr().out.startswith("python -m autograder")
 
 
-def test_help_names_the_metavars_of_the_readme(capsys) -> None:
-    with pytest.raises(SystemExit):
-        main(["grade", "--help"])
-    text = capsys.readouterr().out
-    for option in ("--out DIR", "--db URL", "--jobs N", "--source DIR", "--scheduler ADDRESS", "--assignment A",
-                   "--student S", "--force", "--disk MiB", "--max-unpacked GiB"):
-        assert option in text, option
-
-
 def test_release_of_an_unknown_assignment_is_a_usage_error(capsys) -> None:
     assert main(["release", "01_similarity", "99_nothing"]) == 2
     assert _error_line(capsys).startswith("error: 99_nothing is not an assignment of this course")
