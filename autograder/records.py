@@ -30,7 +30,7 @@ class Status(StrEnum):
     A str: JSON and CSV hold its text."""
 
     GRADED = "graded"  # a submission graded: its cells have their points
-    FAILED = "failed"  # a submission that could not be graded (no submission, a kernel that died...): the reason says why
+    FAILED = "failed"  # a submission not graded (no submission, a kernel that died...): the reason says why
     DONE = "done"  # a template generated
 
 @dataclass(frozen=True)
@@ -196,8 +196,9 @@ class Result:
 
 @dataclass(frozen=True)
 class GradeRow:
-    """One row of ``DIR/grades.csv``: a student's result on one assignment, as `autograder.reports.class_record.class_rows`
-    makes it for grades.csv and the report, and as `from_csv` reads it back (`autograder.lms` export)."""
+    """One row of ``DIR/grades.csv``: a student's result on one assignment, as
+    `autograder.reports.class_record.class_rows` makes it for grades.csv and the report, and as `from_csv` reads
+    it back (`autograder.lms` export)."""
 
     student_id: str
     assignment: str

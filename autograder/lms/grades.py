@@ -88,7 +88,7 @@ class StudentRow:
 
 
 @dataclass(frozen=True)
-class Layout:
+class ExportLayout:
     """What a format module found in an export: the columns to write (indices, in the export's order),
     the mapped columns, the student rows, and whether numbers are written with a decimal comma."""
 
@@ -130,7 +130,8 @@ class Outcome:
     not_in_export: dict[str, list[str]] = field(default_factory=dict)  # graded student no row matched -> assignments
 
 
-def fill(table: Table, layout: Layout, grades: Grades, late_penalty: float, include_pending: bool = False) -> Outcome:
+def fill(table: Table, layout: ExportLayout, grades: Grades, late_penalty: float,
+         include_pending: bool = False) -> Outcome:
     """Write each mapped column's cells by the rules in this module's docstring; ``table`` is not modified. A grade
     waiting for manual grading keeps its cell (listed in ``Outcome.pending``) unless ``include_pending``, which sends
     its partial score (listed there too)."""
@@ -171,7 +172,7 @@ def fill(table: Table, layout: Layout, grades: Grades, late_penalty: float, incl
     return outcome
 
 
-def rows_to_write(layout: Layout, outcome: Outcome) -> list[list[str]]:
+def rows_to_write(layout: ExportLayout, outcome: Outcome) -> list[list[str]]:
     """The rows the import holds: every row that is no student's (Canvas's Points Possible) and the rows of the
     students whose cells change. An unchanged row is left out, so that importing the file can never undo a grade
     that someone changed in the LMS after the export."""
@@ -180,7 +181,7 @@ def rows_to_write(layout: Layout, outcome: Outcome) -> list[list[str]]:
     return [row for index, row in enumerate(outcome.rows) if index not in students or index in changed]
 
 
-def check_matched(layout: Layout, grades: Grades, assignments: list[str], path: Path) -> None:
+def check_matched(layout: ExportLayout, grades: Grades, assignments: list[str], path: Path) -> None:
     """`ExportError` when no row of the export matches a student graded in DIR (another course's export)."""
     if any(s.student_id is not None for s in layout.students):
         return

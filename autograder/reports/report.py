@@ -79,7 +79,8 @@ def _distribution(rows: list[GradeRow], assignments: list[str], templates: dict[
     return _png(figure)
 
 
-def _pass_rates(rows: list[GradeRow], assignment: str, template: Template) -> tuple[str, list[tuple[str, int, int, int]]]:
+def _pass_rates(rows: list[GradeRow], assignment: str,
+                template: Template) -> tuple[str, list[tuple[str, int, int, int]]]:
     """The pass-rate figure, and per test (grade_id, passed, graded, not attempted)."""
     import matplotlib.pyplot as plt
 
@@ -128,7 +129,8 @@ def failures(rows: list[GradeRow], top: int = 20) -> list[tuple[tuple[str, str, 
     return sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:top]
 
 
-def student_table(rows: list[GradeRow], assignments: list[str], templates: dict[str, Template] | None = None) -> list[dict]:
+def student_table(rows: list[GradeRow], assignments: list[str],
+                  templates: dict[str, Template] | None = None) -> list[dict]:
     """One entry per student: ``id``, ``name`` (the LMS's, '' when the input gave none), and per assignment (in
     ``assignments`` order) ``score``, ``max_score``, ``failed`` (the tests failed, those not attempted marked so,
     or why it was not graded), ``late``, ``pending`` (the cells waiting for manual grading) and ``pages`` (the
@@ -169,6 +171,7 @@ def render_report(rows: list[GradeRow], templates: dict[str, Template], similari
         similarity=similarity, shown_pairs=SHOWN_PAIRS)
 
 
-def write_report(path: Path, rows: list[GradeRow], templates: dict[str, Template], similarity: Similarity | None = None) -> None:
+def write_report(path: Path, rows: list[GradeRow], templates: dict[str, Template],
+                 similarity: Similarity | None = None) -> None:
     """Write the class report (`render_report`) to ``path``."""
     path.write_text(render_report(rows, templates, similarity))
