@@ -18,7 +18,8 @@ from autograder.harness.feedback import (HIDDEN_OUTPUT, HIDDEN_PLACEHOLDER, OUTP
                                  WRAP_STYLE, incidents, sanitize_for_feedback, shorten, wrapped)
 from autograder.harness.safe_html import CSP_META, with_csp
 from autograder.records import CellResult, GradeRow, Status, Template
-from autograder.reports.report import failure_summary, failures, not_attempted, render_report, student_table
+from autograder.reports.report import (StudentCell, failure_summary, failures, not_attempted, render_report,
+                                       student_table)
 
 HIDDEN_TEST = "x = 1\n### BEGIN HIDDEN TESTS\nassert secret_check(add)\n### END HIDDEN TESTS\n"
 
@@ -352,11 +353,10 @@ def test_ties_among_the_most_frequent_failures_keep_a_stable_order() -> None:
 def test_the_student_table_shows_each_score_and_what_failed() -> None:
     rows, templates = _rows()
     rows[1] = replace(rows[1], cells=(_cell("test_add", "NotImplementedError: "), _cell("test_mean", "AssertionError: x")))
-    table = {entry["id"]: entry["assignments"]["toy"] for entry in student_table(rows, ["toy"])}
-    assert table["ada"] == {"score": 3.0, "max_score": 5.0, "failed": "test_mean", "late": False, "pending": [],
-                            "pages": []}
-    assert table["bo"]["failed"] == "test_add (not attempted), test_mean"
-    assert table["<img src=x onerror=alert(1)>"]["failed"] == "not graded: <b>kernel died</b>"
+    table = {line.id: line.assignments["toy"] for line in student_table(rows, ["toy"])}
+    assert table["ada"] == StudentCell(3.0, 5.0, "test_mean", late=False, pending=(), pages=())
+    assert table["bo"].failed == "test_add (not attempted), test_mean"
+    assert table["<img src=x onerror=alert(1)>"].failed == "not graded: <b>kernel died</b>"
     page = render_report(rows, templates)
     assert '<h2 id="students">Students</h2>' in page
     assert '<td class=n><a href="feedback/ada/toy/toy.html">3 / 5</a></td><td></td><td>test_mean</td>' in page

@@ -14,6 +14,7 @@ import base64
 import io
 import re
 from collections import Counter
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from urllib.parse import quote
@@ -28,6 +29,40 @@ NOT_ATTEMPTED = "not attempted:"
 # A hidden test that checks what an untouched stub raises ("should raise ValueError, but it raised
 # NotImplementedError") says the function was not attempted, as the stub's own NotImplementedError does.
 STUB_RAISED = re.compile(r"^NotImplementedError\b|\braised NotImplementedError\b")
+
+
+@dataclass(frozen=True)
+class AssignmentSummary:
+    """An assignment's line of the report: its graded submissions' scores and its pass-rate figure."""
+
+    name: str
+    graded: int
+    mean: float
+    median: float
+    max_score: float
+    figure: str  # the pass-rate figure, base64 PNG
+    rates: tuple[tuple[str, int, int, int], ...]  # per test: (grade_id, passed, graded, not attempted)
+
+
+@dataclass(frozen=True)
+class StudentCell:
+    """A student's result on one assignment in the student table."""
+
+    score: float
+    max_score: float
+    failed: str  # the tests failed (those not attempted marked so), or why it was not graded
+    late: bool
+    pending: tuple[str, ...]  # the cells waiting for manual grading
+    pages: tuple[str, ...]  # the links to its feedback pages, relative to report.html
+
+
+@dataclass(frozen=True)
+class StudentLine:
+    """A student's line of the student table."""
+
+    id: str
+    name: str  # the name the LMS gave ('' when the input gave none)
+    assignments: dict[str, StudentCell]  # assignment -> its cell
 
 
 def _png(figure) -> str:
@@ -102,14 +137,15 @@ def _pass_rates(rows: list[GradeRow], assignment: str,
     return _png(figure), rates
 
 
-def _assignment_rows(rows: list[GradeRow], assignments: list[str], templates: dict[str, Template]) -> list[dict]:
+def _assignment_rows(rows: list[GradeRow], assignments: list[str],
+                     templates: dict[str, Template]) -> list[AssignmentSummary]:
     summaries = []
     for assignment in assignments:
         scores = sorted(r.score for r in rows if r.assignment == assignment and r.graded)
         figure, rates = _pass_rates(rows, assignment, templates[assignment])
-        summaries.append({"name": assignment, "graded": len(scores), "mean": sum(scores) / len(scores) if scores else 0.0,
-                          "median": scores[len(scores) // 2] if scores else 0.0,
-                          "max_score": templates[assignment].max_score, "figure": figure, "rates": rates})
+        summaries.append(AssignmentSummary(assignment, len(scores), sum(scores) / len(scores) if scores else 0.0,
+                                           scores[len(scores) // 2] if scores else 0.0,
+                                           templates[assignment].max_score, figure, tuple(rates)))
     return summaries
 
 
@@ -130,26 +166,26 @@ def failures(rows: list[GradeRow], top: int = 20) -> list[tuple[tuple[str, str, 
 
 
 def student_table(rows: list[GradeRow], assignments: list[str],
-                  templates: dict[str, Template] | None = None) -> list[dict]:
-    """One entry per student: ``id``, ``name`` (the LMS's, '' when the input gave none), and per assignment (in
-    ``assignments`` order) ``score``, ``max_score``, ``failed`` (the tests failed, those not attempted marked so,
-    or why it was not graded), ``late``, ``pending`` (the cells waiting for manual grading) and ``pages`` (the
-    links to its feedback pages, relative to report.html)."""
-    table: dict[str, dict] = {}
+                  templates: dict[str, Template] | None = None) -> list[StudentLine]:
+    """One line per student, in id order: the name the LMS gave (the first of its rows that has one) and its
+    `StudentCell` of each assignment it has a row of."""
+    by_student: dict[str, list[GradeRow]] = {}
     for row in sorted(rows, key=lambda r: (r.student_id, r.assignment)):
-        entry = table.setdefault(row.student_id, {"id": row.student_id, "name": "", "assignments": {}})
-        entry["name"] = entry["name"] or row.lms_name
-        if not row.graded:
-            failed = row.csv_reason
-        else:
-            failed = ", ".join(f"{c.grade_id}{' (not attempted)' if not_attempted(c) else ''}"
-                               for c in row.cells if not c.passed and not c.manual)
-        template = (templates or {}).get(row.assignment)
-        pages = [quote(f"feedback/{row.student_id}/{row.assignment}/{name}.html")
-                 for name in (template.notebooks if template and row.graded else ())]
-        entry["assignments"][row.assignment] = {"score": row.score, "max_score": row.max_score, "failed": failed,
-                                                "late": row.late, "pending": list(row.pending), "pages": pages}
-    return list(table.values())
+        by_student.setdefault(row.student_id, []).append(row)
+    return [StudentLine(student, next((r.lms_name for r in mine if r.lms_name), ""),
+                        {r.assignment: _student_cell(r, (templates or {}).get(r.assignment)) for r in mine})
+            for student, mine in by_student.items()]
+
+
+def _student_cell(row: GradeRow, template: Template | None) -> StudentCell:
+    if not row.graded:
+        failed = row.csv_reason
+    else:
+        failed = ", ".join(f"{c.grade_id}{' (not attempted)' if not_attempted(c) else ''}"
+                           for c in row.cells if not c.passed and not c.manual)
+    pages = tuple(quote(f"feedback/{row.student_id}/{row.assignment}/{name}.html")
+                  for name in (template.notebooks if template and row.graded else ()))
+    return StudentCell(row.score, row.max_score, failed, row.late, row.pending, pages)
 
 
 def render_report(rows: list[GradeRow], templates: dict[str, Template], similarity: Similarity | None = None) -> str:
