@@ -1,20 +1,37 @@
-"""The records the grader passes around: assignment templates, tasks, the jobs sent to workers and
-the results they send back.
+"""The records the grader passes around: assignment templates, tasks, the jobs sent to workers, the results
+they send back (with their `Status`) and the rows of ``grades.csv`` (`GradeRow`).
 
 They live here, apart from the modules that make and use them (`autograder.grading.run`,
-`autograder.grading.templates`, `autograder.reports.gradebook`), so that no two of those import each other. A `Job`
-and a `Result` are each written to JSON and read back in one place: `Job.to_json` and `read_job`,
-`Result.to_dict` and `Result.from_dict`.
+`autograder.grading.templates`, `autograder.reports`, `autograder.lms`), so that no two of those import each
+other. Each is written and read back in one place: `Job.to_json` and `read_job`, `Result.to_dict` and
+`Result.from_dict`, `GradeRow.csv_fields` and `GradeRow.from_csv`.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import asdict, dataclass, field, replace
+from enum import StrEnum
 from typing import Any
 from pathlib import Path
 
 from autograder.sandbox.limits import Limits
+
+NOT_GRADED = "not graded:"  # how grades.csv's reason starts when the submission was not graded
+NO_SUBMISSION = "no submission"  # how the reason of a row with nothing handed in starts (`autograder.grading.tasks`)
+PENDING = "manual grading pending:"  # the note of grades.csv's reason naming the cells that wait for their points
+PENDING_NOTE = re.compile(re.escape(PENDING) + r" [^;()]* points \((?P<cells>[^;()]*)\)$")  # always the reason's end
+GRADES_COLUMNS = ["student_id", "assignment", "score", "max_score", "reason", "lms_user_id", "late"]
+
+
+class Status(StrEnum):
+    """What came of a job (`Result.status`), and whether a row of grades.csv was graded (`GradeRow.status`).
+    A str: JSON and CSV hold its text."""
+
+    GRADED = "graded"  # a submission graded: its cells have their points
+    FAILED = "failed"  # a submission not graded (no submission, a kernel that died...): the reason says why
+    DONE = "done"  # a template generated
 
 @dataclass(frozen=True)
 class Template:
@@ -134,7 +151,7 @@ class Result:
     failure (a killed worker, a lost cluster worker), not the student's: never stored, graded again on
     the next run."""
 
-    status: str  # "graded" | "failed" | "done"
+    status: Status  # given as its text (a worker's JSON line, an older stored result), it is read as the Status
     reason: str = ""  # why it failed; for a graded submission, the notes ('' when none)
     cells: tuple[CellResult, ...] = ()  # one per graded test cell, in notebook order
     timings: dict[str, float] = field(default_factory=dict)  # phase -> seconds (`autograder.harness.notebook`)
@@ -142,9 +159,12 @@ class Result:
     transient: bool = False
     autograded: dict[str, str] = field(default_factory=dict)  # notebook name -> the autograded notebook (JSON)
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "status", Status(self.status))  # ValueError for a status that is none of them
+
     @property
     def graded(self) -> bool:
-        return self.status == "graded"
+        return self.status is Status.GRADED
 
     @property
     def score(self) -> float:
@@ -172,3 +192,53 @@ class Result:
     @classmethod
     def from_json(cls, line: str | bytes) -> Result:
         return cls.from_dict(json.loads(line))
+
+
+@dataclass(frozen=True)
+class GradeRow:
+    """One row of ``DIR/grades.csv``: a student's result on one assignment, as
+    `autograder.reports.class_record.class_rows` makes it for grades.csv and the report, and as `from_csv` reads
+    it back (`autograder.lms` export)."""
+
+    student_id: str
+    assignment: str
+    score: float
+    max_score: float
+    status: Status = Status.GRADED  # GRADED, or FAILED (no submission, or it could not be graded)
+    reason: str = ""  # the notes of a graded row, or why it was not graded; ends with the `PENDING` note when pending
+    lms_user_id: str = ""  # the Canvas user id the submission's file name carried; "" for a folder of submissions
+    late: bool = False  # Canvas marked the submission that counted as late
+    pending: tuple[str, ...] = ()  # the manually graded cells still waiting for their points: ``score`` is not final
+    lms_name: str = ""  # the student's name as the LMS gave it (not in grades.csv: the report's)
+    cells: tuple[CellResult, ...] = ()  # its graded cells (not in grades.csv: the report's; () when read back)
+
+    @property
+    def graded(self) -> bool:
+        return self.status is Status.GRADED
+
+    @property
+    def no_submission(self) -> bool:
+        """Nothing was handed in (an LMS keeps its cell as it is)."""
+        return not self.graded and self.reason.startswith(NO_SUBMISSION)
+
+    @property
+    def csv_reason(self) -> str:
+        """The reason as grades.csv writes it: after ``not graded: `` when it was not graded."""
+        return self.reason if self.graded else f"{NOT_GRADED} {self.reason}"
+
+    def csv_fields(self) -> list[str]:
+        """The row's fields in `GRADES_COLUMNS` order, as text (``late``: 1 or 0)."""
+        return [self.student_id, self.assignment, f"{self.score:g}", f"{self.max_score:g}", self.csv_reason,
+                self.lms_user_id, "1" if self.late else "0"]
+
+    @classmethod
+    def from_csv(cls, fields: dict[str, str]) -> GradeRow:
+        """The row `csv_fields` wrote, from its column names (``reason``, ``lms_user_id`` and ``late`` may be
+        absent: a grades.csv an earlier version wrote). KeyError or ValueError when it is not such a row."""
+        text = fields.get("reason") or ""
+        graded = not text.startswith(NOT_GRADED)
+        reason = text if graded else text[len(NOT_GRADED):].removeprefix(" ")
+        pending = PENDING_NOTE.search(reason) if graded else None
+        return cls(fields["student_id"], fields["assignment"], float(fields["score"]), float(fields["max_score"]),
+                   Status.GRADED if graded else Status.FAILED, reason, fields.get("lms_user_id") or "",
+                   fields.get("late") == "1", tuple(pending["cells"].split(", ")) if pending else ())

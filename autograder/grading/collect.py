@@ -93,7 +93,7 @@ def collect(out: OutputFolder, source: Path, db_url: str, threshold: float | Non
     write_grades(out.grades, rows)
     write_similarity(out.similarity, similarity)
     write_report(out.report, rows, templates, similarity)
-    pending = sum(len(row["pending"]) for row in rows)
-    return (f"collected {len(rows)} rows of {len({r['student_id'] for r in rows})} students; "
+    pending = sum(len(row.pending) for row in rows)
+    return (f"collected {len(rows)} rows of {len({r.student_id for r in rows})} students; "
             f"{sum(points is not None for points in given.values())} manually graded cells have their points, "
             f"{pending} still wait for them; wrote {out.grades}, {out.similarity}, {out.report}")

@@ -249,7 +249,7 @@ def _grade_tasks(options: Options, tasks: list[Task], templates: dict[str, Templ
     kept = sum(kept_instead(t, earlier) is not None for t in tasks)
     print(f"graded {graded} of {len(tasks) - kept} submissions ({len(to_grade)} run now, {reused} kept from an "
           f"earlier run){f'; {kept} with no submission now keep the row stored earlier' if kept else ''}; "
-          f"{len(rows)} rows of {len({r['student_id'] for r in rows})} students in the folder; wrote "
+          f"{len(rows)} rows of {len({r.student_id for r in rows})} students in the folder; wrote "
           f"{out.grades}, {out.all_feedback}, {out.report}", file=sys.stderr)
     changed = changes(earlier, now)
     if changed:

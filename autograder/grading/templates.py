@@ -16,7 +16,7 @@ from pathlib import Path
 from autograder import NBGRADER_CONFIG
 from autograder.workers.digests import hash_folder
 from autograder.workers.pool import Pool
-from autograder.records import GenerateJob, Result, Template
+from autograder.records import GenerateJob, Result, Status, Template
 from course import ROOT
 from course.chapters import REGISTRY, chapters, read_registry
 from course.notebooks import code_cells
@@ -118,7 +118,7 @@ def prepare_templates(source: Path, cache: Path, pool: Pool, only: set[str] | No
 
     def done(index: int, result: Result) -> None:
         partial = jobs[index].template.folder
-        if result.status == "done":
+        if result.status is Status.DONE:
             partial.rename(templates[missing[index]].folder)
         else:
             shutil.rmtree(partial, ignore_errors=True)

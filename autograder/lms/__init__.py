@@ -2,5 +2,5 @@
 zip.
 
 Process: the grader (the instructor's command line).
-Imports: autograder.reports, autograder.submissions.
+Imports: autograder.records, autograder.reports, autograder.submissions.
 """

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from autograder.lms.grades import Column, Grades, Layout, StudentRow, check_distinct
+from autograder.lms.grades import Column, ExportLayout, Grades, StudentRow, check_distinct
 from autograder.lms.table import ExportError, Table, parse_number, uses_decimal_comma
 
 NAME_COLUMNS = ("Student",)
@@ -28,7 +28,7 @@ READ_ONLY = re.compile(r"read\s+only", re.IGNORECASE)
 NOT_AN_ASSIGNMENT = re.compile(r"Current (Score|Points|Grade)|Final (Score|Points|Grade)|Override (Score|Grade|Status)")
 
 
-def layout(table: Table, mapping: list[tuple[str, str]], grades: Grades) -> Layout:
+def export_layout(table: Table, mapping: list[tuple[str, str]], grades: Grades) -> ExportLayout:
     """The identity columns and the mapped ones; each row's student; raises `ExportError` for an export
     that is not Canvas's, a column that is not in it or that Canvas would not import."""
     header = [cell.strip() for cell in table.header]
@@ -68,7 +68,7 @@ def layout(table: Table, mapping: list[tuple[str, str]], grades: Grades) -> Layo
         raise ExportError(f"{table.path}: the student {twice[0]} matches two rows (by Canvas user id and by "
                           "SIS Login ID)")
     cells = [points_row[c.index] for c in columns] + [row[c.index] for row in table.rows for c in columns]
-    return Layout(keep=list(range(section + 1)) + sorted(c.index for c in columns), columns=columns,
+    return ExportLayout(keep=list(range(section + 1)) + sorted(c.index for c in columns), columns=columns,
                   students=students, decimal_comma=uses_decimal_comma(cells))
 
 

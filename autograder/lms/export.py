@@ -117,11 +117,11 @@ def _export(args: argparse.Namespace) -> tuple[Outcome, bytes, list[str], list[s
     _check_graded(args.dir, grades, [assignment for assignment, _ in mapping])
     if args.lms == "canvas":
         table = read_table(args.gradebook, ",;", required="Section")
-        found = lms_canvas.layout(table, mapping, grades)
+        found = lms_canvas.export_layout(table, mapping, grades)
     else:
         match = args.match or MATCH
         table = read_table(args.gradebook, ",;\t:", required=lms_moodle.MATCH_COLUMNS[match])
-        found = lms_moodle.layout(table, mapping, grades, match, max_grades)
+        found = lms_moodle.export_layout(table, mapping, grades, match, max_grades)
     check_matched(found, grades, [assignment for assignment, _ in mapping], args.gradebook)
     outcome = fill(table, found, grades, args.late_penalty, args.include_pending)
     columns = [f"{c.assignment} -> {c.header} (out of {c.points:g})" for c in found.columns]

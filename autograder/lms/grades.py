@@ -16,38 +16,20 @@ which student of ``grades.csv`` each row is. `fill` then writes every cell by th
 
 from __future__ import annotations
 
-import csv
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder.reports.grades_csv import from_spreadsheet_safe
+from autograder.records import GradeRow
+from autograder.reports.grades_csv import GradesUnreadable, read_grade_rows
 from autograder.reports.layout import OutputFolder
 from autograder.lms.table import ExportError, Table, format_number, parse_number
-
-NOT_GRADED = "not graded:"
-PENDING = "manual grading pending:"  # how grades.csv's reason names the cells still waiting for manual grading
-
-
-@dataclass(frozen=True)
-class Grade:
-    """One row of ``DIR/grades.csv``: a student's result on one assignment."""
-
-    student_id: str
-    assignment: str
-    score: float
-    max_score: float
-    graded: bool  # False when ``reason`` starts with "not graded:" (no submission, or it could not be graded)
-    reason: str
-    lms_user_id: str  # the Canvas user id the submission's file name carried; "" for a folder of submissions
-    late: bool  # Canvas marked the submission that counted as late
-    pending: bool = False  # some of its points wait for manual grading: ``score`` is not final
 
 
 @dataclass(frozen=True)
 class Grades:
-    """``DIR/grades.csv``: (student_id, assignment) -> `Grade`, and Canvas user id -> student_id."""
+    """``DIR/grades.csv``: (student_id, assignment) -> its `GradeRow`, and Canvas user id -> student_id."""
 
-    by_key: dict[tuple[str, str], Grade]
+    by_key: dict[tuple[str, str], GradeRow]
     by_lms_user_id: dict[str, str]
 
     @property
@@ -58,37 +40,22 @@ class Grades:
         """The assignment's maximum score in DIR (0 when DIR has no row for it)."""
         return max((g.max_score for (_, a), g in self.by_key.items() if a == assignment), default=0.0)
 
-    def graded(self, assignment: str) -> list[Grade]:
+    def graded(self, assignment: str) -> list[GradeRow]:
         return [g for (_, a), g in sorted(self.by_key.items()) if a == assignment and g.graded]
 
 
 def read_grades(out: Path) -> Grades:
     """Read ``out/grades.csv`` as `python -m autograder grade` writes it (``lms_user_id`` and ``late`` are
     optional, so a folder graded by an earlier version still exports by student id)."""
-    path = OutputFolder(out).grades
     try:
-        with open(path, newline="", encoding="utf-8") as handle:
-            rows = [{key: from_spreadsheet_safe(value or "") for key, value in row.items()}
-                    for row in csv.DictReader(handle)]
+        rows = read_grade_rows(OutputFolder(out).grades)
     except OSError:
         raise ExportError(f"{out} holds no grades.csv: grade first with "
                           f"`python -m autograder grade SUBMISSIONS --out {out}`") from None
-    by_key: dict[tuple[str, str], Grade] = {}
-    by_lms_user_id: dict[str, str] = {}
-    for number, row in enumerate(rows, start=2):
-        try:
-            grade = Grade(student_id=row["student_id"], assignment=row["assignment"], score=float(row["score"]),
-                          max_score=float(row["max_score"]), reason=row.get("reason") or "",
-                          graded=not (row.get("reason") or "").startswith(NOT_GRADED),
-                          lms_user_id=row.get("lms_user_id") or "", late=row.get("late") == "1",
-                          pending=PENDING in (row.get("reason") or ""))
-        except (KeyError, TypeError, ValueError):
-            raise ExportError(f"{path}, line {number}: not a row of grades.csv (student_id, assignment, score, "
-                              "max_score, reason)") from None
-        by_key[(grade.student_id, grade.assignment)] = grade
-        if grade.lms_user_id:
-            by_lms_user_id[grade.lms_user_id] = grade.student_id
-    return Grades(by_key, by_lms_user_id)
+    except GradesUnreadable as error:
+        raise ExportError(str(error)) from None
+    by_key = {(row.student_id, row.assignment): row for row in rows}
+    return Grades(by_key, {row.lms_user_id: row.student_id for row in rows if row.lms_user_id})
 
 
 @dataclass(frozen=True)
@@ -121,7 +88,7 @@ class StudentRow:
 
 
 @dataclass(frozen=True)
-class Layout:
+class ExportLayout:
     """What a format module found in an export: the columns to write (indices, in the export's order),
     the mapped columns, the student rows, and whether numbers are written with a decimal comma."""
 
@@ -163,7 +130,8 @@ class Outcome:
     not_in_export: dict[str, list[str]] = field(default_factory=dict)  # graded student no row matched -> assignments
 
 
-def fill(table: Table, layout: Layout, grades: Grades, late_penalty: float, include_pending: bool = False) -> Outcome:
+def fill(table: Table, layout: ExportLayout, grades: Grades, late_penalty: float,
+         include_pending: bool = False) -> Outcome:
     """Write each mapped column's cells by the rules in this module's docstring; ``table`` is not modified. A grade
     waiting for manual grading keeps its cell (listed in ``Outcome.pending``) unless ``include_pending``, which sends
     its partial score (listed there too)."""
@@ -175,17 +143,17 @@ def fill(table: Table, layout: Layout, grades: Grades, late_penalty: float, incl
             grade = grades.by_key.get((student.student_id or "", column.assignment))
             row = outcome.rows[student.row]
             old = row[column.index]
-            if grade is None or (not grade.graded and grade.reason.startswith(f"{NOT_GRADED} no submission")):
+            if grade is None or grade.no_submission:
                 kept.append(student.label)
             elif not grade.graded:
-                outcome.not_graded.append((student.label, column.header, grade.reason))
+                outcome.not_graded.append((student.label, column.header, grade.csv_reason))
             elif old.strip().upper() == "EX":
                 outcome.excused.append((student.label, column.header))
             elif grade.pending and not include_pending:
-                outcome.pending.append((student.label, column.header, grade.reason))
+                outcome.pending.append((student.label, column.header, grade.csv_reason))
             else:
                 if grade.pending:
-                    outcome.pending.append((student.label, column.header, grade.reason))
+                    outcome.pending.append((student.label, column.header, grade.csv_reason))
                 fraction = grade.score / grade.max_score if grade.max_score > 0 else 0.0
                 if grade.late:
                     outcome.late.append((student.label, column.header))
@@ -204,7 +172,7 @@ def fill(table: Table, layout: Layout, grades: Grades, late_penalty: float, incl
     return outcome
 
 
-def rows_to_write(layout: Layout, outcome: Outcome) -> list[list[str]]:
+def rows_to_write(layout: ExportLayout, outcome: Outcome) -> list[list[str]]:
     """The rows the import holds: every row that is no student's (Canvas's Points Possible) and the rows of the
     students whose cells change. An unchanged row is left out, so that importing the file can never undo a grade
     that someone changed in the LMS after the export."""
@@ -213,7 +181,7 @@ def rows_to_write(layout: Layout, outcome: Outcome) -> list[list[str]]:
     return [row for index, row in enumerate(outcome.rows) if index not in students or index in changed]
 
 
-def check_matched(layout: Layout, grades: Grades, assignments: list[str], path: Path) -> None:
+def check_matched(layout: ExportLayout, grades: Grades, assignments: list[str], path: Path) -> None:
     """`ExportError` when no row of the export matches a student graded in DIR (another course's export)."""
     if any(s.student_id is not None for s in layout.students):
         return

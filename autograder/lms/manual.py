@@ -44,10 +44,10 @@ def with_manual_points(out: Path, grades: Grades, db_url: str = "") -> tuple[Gra
                           f"({type(error).__name__}): pass the --db that grade was given") from None
     by_key, changed = dict(grades.by_key), 0
     for row in class_rows(manual, {}, given):
-        key = (row["student_id"], row["assignment"])
+        key = (row.student_id, row.assignment)
         grade = by_key.get(key)
         if grade is None or not grade.graded:
             continue
-        changed += row["score"] != grade.score
-        by_key[key] = replace(grade, score=row["score"], reason=row["reason"], pending=bool(row["pending"]))
+        changed += row.score != grade.score
+        by_key[key] = replace(grade, score=row.score, reason=row.reason, pending=row.pending)
     return Grades(by_key, grades.by_lms_user_id), changed

@@ -21,7 +21,7 @@ import unicodedata
 from collections import Counter
 from dataclasses import replace
 
-from autograder.lms.grades import Column, Grades, Layout, StudentRow, check_distinct
+from autograder.lms.grades import Column, ExportLayout, Grades, StudentRow, check_distinct
 from autograder.lms.table import ExportError, Table, parse_number, uses_decimal_comma
 
 MATCH_COLUMNS = {"email": "Email address", "idnumber": "ID number", "name": "First name"}
@@ -29,8 +29,8 @@ GRADE_ITEM = re.compile(r"^(?P<item>.+) \((?P<display>[^()]+)\)$")
 NOT_POINTS = ("Percentage", "Letter", "Feedback")
 
 
-def layout(table: Table, mapping: list[tuple[str, str]], grades: Grades, match: str,
-           max_grades: dict[str, float]) -> Layout:
+def export_layout(table: Table, mapping: list[tuple[str, str]], grades: Grades, match: str,
+                  max_grades: dict[str, float]) -> ExportLayout:
     """The user fields and the mapped grade item columns; each row's student, matched on ``match``
     ("email", case-insensitive, "idnumber", or "name": the full name, either order) against student_id;
     raises `ExportError`."""
@@ -45,7 +45,7 @@ def layout(table: Table, mapping: list[tuple[str, str]], grades: Grades, match: 
     keep = sorted([i for i, h in enumerate(header) if not GRADE_ITEM.match(h)] + [c.index for c in columns])
     cells = [row[c.index] for row in table.rows for c in columns]
     warnings += [warning for column in columns if (warning := _above_maximum(table, column))]
-    return Layout(keep=keep, columns=columns, students=students, decimal_comma=uses_decimal_comma(cells),
+    return ExportLayout(keep=keep, columns=columns, students=students, decimal_comma=uses_decimal_comma(cells),
                   warnings=tuple(warnings))
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from autograder.reports.gradebook import ManualScores
 from autograder.reports.layout import OutputFolder
-from autograder.records import Result, Task, Template
+from autograder.records import PENDING, GradeRow, Result, Task, Template
 from autograder.reports.state import Stored
 
 PRIVATE_UMASK = 0o077
@@ -92,7 +92,7 @@ def with_manual(student: str, assignment: str, result: Result, given: ManualScor
 
 
 def class_rows(stored: dict[tuple[str, str], Stored], templates: dict[str, Template],
-               given: ManualScores | None = None) -> list[dict]:
+               given: ManualScores | None = None) -> list[GradeRow]:
     """The rows of grades.csv and the report, one per student and assignment stored, in that order; a manually
     graded cell counts the points ``given`` by hand, and one still waiting is named in the reason (its points
     are not in the score yet: pending, not 0)."""
@@ -103,11 +103,10 @@ def class_rows(stored: dict[tuple[str, str], Stored], templates: dict[str, Templ
         reason = entry.reason
         if pending:
             waiting = sum(c.max_points for c in result.cells if c.grade_id in pending)
-            reason = "; ".join(filter(None, [reason, f"manual grading pending: {waiting:g} points ({', '.join(pending)})"]))
-        rows.append({"student_id": student, "assignment": assignment, "score": result.score,
-                     "max_score": template.max_score if template else entry.max_score, "reason": reason,
-                     "result": result, "lms_user_id": entry.lms_user_id, "late": entry.late,
-                     "missing": entry.missing, "pending": pending, "lms_name": entry.lms_name})
+            reason = "; ".join(filter(None, [reason, f"{PENDING} {waiting:g} points ({', '.join(pending)})"]))
+        rows.append(GradeRow(student, assignment, result.score, template.max_score if template else entry.max_score,
+                             result.status, reason, entry.lms_user_id, entry.late, tuple(pending), entry.lms_name,
+                             result.cells))
     return rows
 
 

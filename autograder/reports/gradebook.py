@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from autograder.records import Result, Task, Template
+    from autograder.reports.state import Stored
 
 
 ManualScores = dict[tuple[str, str, str, str], float | None]  # (student, assignment, notebook, grade_id) -> points
@@ -92,7 +93,7 @@ class ClassGradebook:
             return False
         return True
 
-    def manual_scores(self, stored: dict) -> ManualScores:
+    def manual_scores(self, stored: dict[tuple[str, str], Stored]) -> ManualScores:
         """The points given by hand to every manually graded cell of ``stored`` (`autograder.reports.state.Stored` by
         (student, assignment)): None where none is given yet."""
         from nbgrader.api import MissingEntry

@@ -1,13 +1,18 @@
 """The CSV files for the instructor (``grades.csv``, ``similarity.csv``), written so that a spreadsheet shows every
-field and runs none."""
+field and runs none, and ``grades.csv`` read back (`read_grade_rows`)."""
 
 from __future__ import annotations
 
 import csv
 from pathlib import Path
 
+from autograder.records import GRADES_COLUMNS, GradeRow
+
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
-GRADES_HEADER = ["student_id", "assignment", "score", "max_score", "reason", "lms_user_id", "late"]
+
+
+class GradesUnreadable(ValueError):
+    """A grades.csv that cannot be read back: the message names the file and the line."""
 
 
 def spreadsheet_safe(text: str) -> str:
@@ -30,9 +35,23 @@ def write_csv(path: Path, header: list[str], rows: list[list[str]]) -> None:
         writer.writerows([[spreadsheet_safe(field) for field in row] for row in rows])
 
 
-def write_grades(path: Path, rows: list[dict]) -> None:
+def write_grades(path: Path, rows: list[GradeRow]) -> None:
     """grades.csv: student_id, assignment, score, max_score, reason (empty when graded normally), lms_user_id
     (the Canvas user id of a Canvas zip, else empty) and late (1 when Canvas marked the submission late, else 0)."""
-    write_csv(path, GRADES_HEADER,
-              [[row["student_id"], row["assignment"], f"{row['score']:g}", f"{row['max_score']:g}", row["reason"],
-                row["lms_user_id"], "1" if row["late"] else "0"] for row in rows])
+    write_csv(path, GRADES_COLUMNS, [row.csv_fields() for row in rows])
+
+
+def read_grade_rows(path: Path) -> list[GradeRow]:
+    """The rows `write_grades` wrote to ``path``, in its order. OSError when there is no such file,
+    `GradesUnreadable` for a line that is not a row of grades.csv."""
+    with open(path, newline="", encoding="utf-8") as handle:
+        lines = list(csv.DictReader(handle))
+    rows = []
+    for number, line in enumerate(lines, start=2):
+        try:
+            rows.append(GradeRow.from_csv({key: from_spreadsheet_safe(value or "") for key, value in line.items()
+                                           if key is not None}))
+        except (KeyError, TypeError, ValueError):
+            raise GradesUnreadable(f"{path}, line {number}: not a row of grades.csv (student_id, assignment, score, "
+                                   "max_score, reason)") from None
+    return rows

@@ -14,11 +14,12 @@ import base64
 import io
 import re
 from collections import Counter
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from urllib.parse import quote
 
-from autograder.records import CellResult
+from autograder.records import CellResult, GradeRow, Template
 from autograder.reports.similarity import Similarity
 
 SHOWN_PAIRS = 50  # pairs shown side by side in the report; similarity.csv lists them all
@@ -28,6 +29,40 @@ NOT_ATTEMPTED = "not attempted:"
 # A hidden test that checks what an untouched stub raises ("should raise ValueError, but it raised
 # NotImplementedError") says the function was not attempted, as the stub's own NotImplementedError does.
 STUB_RAISED = re.compile(r"^NotImplementedError\b|\braised NotImplementedError\b")
+
+
+@dataclass(frozen=True)
+class AssignmentSummary:
+    """An assignment's line of the report: its graded submissions' scores and its pass-rate figure."""
+
+    name: str
+    graded: int
+    mean: float
+    median: float
+    max_score: float
+    figure: str  # the pass-rate figure, base64 PNG
+    rates: tuple[tuple[str, int, int, int], ...]  # per test: (grade_id, passed, graded, not attempted)
+
+
+@dataclass(frozen=True)
+class StudentCell:
+    """A student's result on one assignment in the student table."""
+
+    score: float
+    max_score: float
+    failed: str  # the tests failed (those not attempted marked so), or why it was not graded
+    late: bool
+    pending: tuple[str, ...]  # the cells waiting for manual grading
+    pages: tuple[str, ...]  # the links to its feedback pages, relative to report.html
+
+
+@dataclass(frozen=True)
+class StudentLine:
+    """A student's line of the student table."""
+
+    id: str
+    name: str  # the name the LMS gave ('' when the input gave none)
+    assignments: dict[str, StudentCell]  # assignment -> its cell
 
 
 def _png(figure) -> str:
@@ -53,7 +88,7 @@ def failure_summary(message: str) -> str:
     return ADDRESS.sub("0x...", lines[0][:200]) if lines else "(no message)"
 
 
-def _distribution(rows: list[dict], assignments: list[str], templates: dict) -> str:
+def _distribution(rows: list[GradeRow], assignments: list[str], templates: dict[str, Template]) -> str:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -64,9 +99,9 @@ def _distribution(rows: list[dict], assignments: list[str], templates: dict) -> 
     figure, axes = plt.subplots(1, len(assignments), figsize=(4 * len(assignments), 3), squeeze=False,
                                 layout="constrained")
     for axis, assignment in zip(axes[0], assignments):
-        mine = [r for r in rows if r["assignment"] == assignment]
-        graded = [r["score"] for r in mine if r["result"].graded]
-        not_graded = [r["score"] for r in mine if not r["result"].graded]
+        mine = [r for r in rows if r.assignment == assignment]
+        graded = [r.score for r in mine if r.graded]
+        not_graded = [r.score for r in mine if not r.graded]
         top = templates[assignment].max_score
         axis.hist([graded, not_graded], bins=[x - 0.5 for x in range(int(top) + 2)], stacked=True,
                   color=["#4c72b0", "#bbbbbb"], edgecolor="white", label=["graded", "not graded"])
@@ -79,16 +114,17 @@ def _distribution(rows: list[dict], assignments: list[str], templates: dict) -> 
     return _png(figure)
 
 
-def _pass_rates(rows: list[dict], assignment: str, template) -> tuple[str, list[tuple[str, int, int, int]]]:
+def _pass_rates(rows: list[GradeRow], assignment: str,
+                template: Template) -> tuple[str, list[tuple[str, int, int, int]]]:
     """The pass-rate figure, and per test (grade_id, passed, graded, not attempted)."""
     import matplotlib.pyplot as plt
 
-    graded = [r["result"] for r in rows if r["assignment"] == assignment and r["result"].graded]
+    graded = [r for r in rows if r.assignment == assignment and r.graded]
     rates = []
     for notebook, grade_id, _ in template.cells:
-        outcomes = [c.passed for result in graded for c in result.cells
+        outcomes = [c.passed for row in graded for c in row.cells
                     if c.grade_id == grade_id and c.notebook == notebook and not c.manual]
-        skipped = sum(not_attempted(c) for result in graded for c in result.cells
+        skipped = sum(not_attempted(c) for row in graded for c in row.cells
                       if c.grade_id == grade_id and c.notebook == notebook and not c.passed)
         rates.append((grade_id, sum(outcomes), len(outcomes), skipped))
     figure, axis = plt.subplots(figsize=(7, 0.3 * len(rates) + 1), layout="constrained")
@@ -101,14 +137,15 @@ def _pass_rates(rows: list[dict], assignment: str, template) -> tuple[str, list[
     return _png(figure), rates
 
 
-def _assignment_rows(rows: list[dict], assignments: list[str], templates: dict) -> list[dict]:
+def _assignment_rows(rows: list[GradeRow], assignments: list[str],
+                     templates: dict[str, Template]) -> list[AssignmentSummary]:
     summaries = []
     for assignment in assignments:
-        scores = sorted(r["score"] for r in rows if r["assignment"] == assignment and r["result"].graded)
+        scores = sorted(r.score for r in rows if r.assignment == assignment and r.graded)
         figure, rates = _pass_rates(rows, assignment, templates[assignment])
-        summaries.append({"name": assignment, "graded": len(scores), "mean": sum(scores) / len(scores) if scores else 0.0,
-                          "median": scores[len(scores) // 2] if scores else 0.0,
-                          "max_score": templates[assignment].max_score, "figure": figure, "rates": rates})
+        summaries.append(AssignmentSummary(assignment, len(scores), sum(scores) / len(scores) if scores else 0.0,
+                                           scores[len(scores) // 2] if scores else 0.0,
+                                           templates[assignment].max_score, figure, tuple(rates)))
     return summaries
 
 
@@ -117,60 +154,60 @@ def not_attempted(cell: CellResult) -> bool:
     return not cell.manual and failure_summary(cell.message).startswith(NOT_ATTEMPTED)
 
 
-def failures(rows: list[dict], top: int = 20) -> list[tuple[tuple[str, str, str], int]]:
+def failures(rows: list[GradeRow], top: int = 20) -> list[tuple[tuple[str, str, str], int]]:
     """The ``top`` most frequent ((assignment, test, failure summary), students) over the class: real mistakes
     only (what was not attempted is counted per test in the pass-rate table), ties in a stable order."""
     counts: Counter[tuple[str, str, str]] = Counter()
     for row in rows:
-        for cell in row["result"].cells:
+        for cell in row.cells:
             if not cell.passed and not cell.manual and not not_attempted(cell):
-                counts[(row["assignment"], cell.grade_id, failure_summary(cell.message))] += 1
+                counts[(row.assignment, cell.grade_id, failure_summary(cell.message))] += 1
     return sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:top]
 
 
-def student_table(rows: list[dict], assignments: list[str], templates: dict | None = None) -> list[dict]:
-    """One entry per student: ``id``, ``name`` (the LMS's, '' when the input gave none), and per assignment (in
-    ``assignments`` order) ``score``, ``max_score``, ``failed`` (the tests failed, those not attempted marked so,
-    or why it was not graded), ``late``, ``pending`` (the cells waiting for manual grading) and ``pages`` (the
-    links to its feedback pages, relative to report.html)."""
-    table: dict[str, dict] = {}
-    for row in sorted(rows, key=lambda r: (r["student_id"], r["assignment"])):
-        entry = table.setdefault(row["student_id"], {"id": row["student_id"], "name": "", "assignments": {}})
-        entry["name"] = entry["name"] or row.get("lms_name", "")
-        result = row["result"]
-        if not result.graded:
-            failed = row["reason"]
-        else:
-            failed = ", ".join(f"{c.grade_id}{' (not attempted)' if not_attempted(c) else ''}"
-                               for c in result.cells if not c.passed and not c.manual)
-        template = (templates or {}).get(row["assignment"])
-        pages = [quote(f"feedback/{row['student_id']}/{row['assignment']}/{name}.html")
-                 for name in (template.notebooks if template and result.graded else ())]
-        entry["assignments"][row["assignment"]] = {"score": row["score"], "max_score": row["max_score"],
-                                                   "failed": failed, "late": bool(row.get("late")),
-                                                   "pending": list(row.get("pending", ())), "pages": pages}
-    return list(table.values())
+def student_table(rows: list[GradeRow], assignments: list[str],
+                  templates: dict[str, Template] | None = None) -> list[StudentLine]:
+    """One line per student, in id order: the name the LMS gave (the first of its rows that has one) and its
+    `StudentCell` of each assignment it has a row of."""
+    by_student: dict[str, list[GradeRow]] = {}
+    for row in sorted(rows, key=lambda r: (r.student_id, r.assignment)):
+        by_student.setdefault(row.student_id, []).append(row)
+    return [StudentLine(student, next((r.lms_name for r in mine if r.lms_name), ""),
+                        {r.assignment: _student_cell(r, (templates or {}).get(r.assignment)) for r in mine})
+            for student, mine in by_student.items()]
 
 
-def render_report(rows: list[dict], templates: dict, similarity: Similarity | None = None) -> str:
+def _student_cell(row: GradeRow, template: Template | None) -> StudentCell:
+    if not row.graded:
+        failed = row.csv_reason
+    else:
+        failed = ", ".join(f"{c.grade_id}{' (not attempted)' if not_attempted(c) else ''}"
+                           for c in row.cells if not c.passed and not c.manual)
+    pages = tuple(quote(f"feedback/{row.student_id}/{row.assignment}/{name}.html")
+                  for name in (template.notebooks if template and row.graded else ()))
+    return StudentCell(row.score, row.max_score, failed, row.late, row.pending, pages)
+
+
+def render_report(rows: list[GradeRow], templates: dict[str, Template], similarity: Similarity | None = None) -> str:
     """The class report's HTML for ``rows`` (one per student and assignment, as `autograder.grading.run` builds
     them) and the ``similarity`` report (no section when None); every text from a submission is escaped by
     the template."""
     from jinja2 import Environment, PackageLoader, select_autoescape
 
-    assignments = [a for a in sorted({r["assignment"] for r in rows}) if a in templates]
+    assignments = [a for a in sorted({r.assignment for r in rows}) if a in templates]
     environment = Environment(loader=PackageLoader("autograder.reports", "templates"), autoescape=select_autoescape(["html"]))
     return environment.get_template("report.html").render(
-        students=len({r["student_id"] for r in rows}), submissions=len(rows),
-        failed=[r for r in rows if not r["result"].graded],
+        students=len({r.student_id for r in rows}), submissions=len(rows),
+        failed=[r for r in rows if not r.graded],
         generated=f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M}",
         distribution=_distribution(rows, assignments, templates) if assignments else "",
         assignments=_assignment_rows(rows, assignments, templates), failures=failures(rows),
         assignment_names=assignments, student_rows=student_table(rows, assignments, templates),
-        names=any(r.get("lms_name") for r in rows),
+        names=any(r.lms_name for r in rows),
         similarity=similarity, shown_pairs=SHOWN_PAIRS)
 
 
-def write_report(path: Path, rows: list[dict], templates: dict, similarity: Similarity | None = None) -> None:
+def write_report(path: Path, rows: list[GradeRow], templates: dict[str, Template],
+                 similarity: Similarity | None = None) -> None:
     """Write the class report (`render_report`) to ``path``."""
     path.write_text(render_report(rows, templates, similarity))

@@ -32,8 +32,8 @@ class Stored:
 
     @property
     def reason(self) -> str:
-        reason = "; ".join(r for r in (self.note, self.result.reason) if r)
-        return reason if self.result.graded else f"not graded: {reason}"
+        """The note, then the result's reason (`autograder.records.GradeRow.reason`)."""
+        return "; ".join(r for r in (self.note, self.result.reason) if r)
 
 
 def load_state(out: OutputFolder, task: Task) -> Result | None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+from dataclasses import replace
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -16,8 +17,9 @@ import pytest
 from autograder.harness.feedback import (HIDDEN_OUTPUT, HIDDEN_PLACEHOLDER, OUTPUT_LIMIT, cell_message, hidden_lines,
                                  WRAP_STYLE, incidents, sanitize_for_feedback, shorten, wrapped)
 from autograder.harness.safe_html import CSP_META, with_csp
-from autograder.records import CellResult, Result, Template
-from autograder.reports.report import failure_summary, failures, not_attempted, render_report, student_table
+from autograder.records import CellResult, GradeRow, Status, Template
+from autograder.reports.report import (StudentCell, failure_summary, failures, not_attempted, render_report,
+                                       student_table)
 
 HIDDEN_TEST = "x = 1\n### BEGIN HIDDEN TESTS\nassert secret_check(add)\n### END HIDDEN TESTS\n"
 
@@ -134,14 +136,12 @@ def test_failure_summary_names_the_mistake_or_the_first_line() -> None:
     assert failure_summary("") == "(no message)"
 
 
-def _rows() -> tuple[list[dict], dict[str, Template]]:
+def _rows() -> tuple[list[GradeRow], dict[str, Template]]:
     template = Template("toy", "key", Path("/nonexistent"), ("toy",), (("toy", "test_add", 3.0), ("toy", "test_mean", 2.0)))
     wrong = CellResult("toy", "test_mean", 0.0, 2.0, False, "AssertionError: <script>alert('mean')</script>")
     right = CellResult("toy", "test_add", 3.0, 3.0, True, "")
-    rows = [{"student_id": s, "assignment": "toy", "score": 3.0, "max_score": 5.0, "reason": "",
-             "result": Result("graded", "", (right, wrong))} for s in ("ada", "bo")]
-    rows.append({"student_id": "<img src=x onerror=alert(1)>", "assignment": "toy", "score": 0.0, "max_score": 5.0,
-                 "reason": "not graded: x", "result": Result("failed", "<b>kernel died</b>")})
+    rows = [GradeRow(s, "toy", 3.0, 5.0, cells=(right, wrong)) for s in ("ada", "bo")]
+    rows.append(GradeRow("<img src=x onerror=alert(1)>", "toy", 0.0, 5.0, Status.FAILED, "<b>kernel died</b>"))
     return rows, {"toy": template}
 
 
@@ -338,8 +338,7 @@ def _cell(grade_id: str, message: str) -> CellResult:
 def test_not_attempted_is_counted_per_test_not_among_the_mistakes() -> None:
     rows, templates = _rows()
     blank = [_cell("test_add", "NotImplementedError: "), _cell("test_mean", "NotImplementedError: ")]
-    rows += [{"student_id": f"blank{i}", "assignment": "toy", "score": 0.0, "max_score": 5.0, "reason": "",
-              "result": Result("graded", "", tuple(blank))} for i in range(3)]
+    rows += [GradeRow(f"blank{i}", "toy", 0.0, 5.0, cells=tuple(blank)) for i in range(3)]
     assert failures(rows) == [(("toy", "test_mean", "AssertionError: <script>alert('mean')</script>"), 2)]
     page = render_report(rows, templates)
     assert "<td>test_add</td><td class=n>2</td><td class=n>5</td><td class=n>40%</td><td class=n>3</td>" in page
@@ -347,20 +346,17 @@ def test_not_attempted_is_counted_per_test_not_among_the_mistakes() -> None:
 
 def test_ties_among_the_most_frequent_failures_keep_a_stable_order() -> None:
     cells = [_cell(f"test_{name}", f"AssertionError: {name} is wrong") for name in "dcba"]
-    rows = [{"student_id": "ada", "assignment": "toy", "score": 0.0, "max_score": 4.0, "reason": "",
-             "result": Result("graded", "", tuple(cells))}]
+    rows = [GradeRow("ada", "toy", 0.0, 4.0, cells=tuple(cells))]
     assert [key[1] for key, _ in failures(rows, top=3)] == ["test_a", "test_b", "test_c"]
 
 
 def test_the_student_table_shows_each_score_and_what_failed() -> None:
     rows, templates = _rows()
-    rows[1]["result"] = Result("graded", "", (_cell("test_add", "NotImplementedError: "),
-                                              _cell("test_mean", "AssertionError: x")))
-    table = {entry["id"]: entry["assignments"]["toy"] for entry in student_table(rows, ["toy"])}
-    assert table["ada"] == {"score": 3.0, "max_score": 5.0, "failed": "test_mean", "late": False, "pending": [],
-                            "pages": []}
-    assert table["bo"]["failed"] == "test_add (not attempted), test_mean"
-    assert table["<img src=x onerror=alert(1)>"]["failed"] == "not graded: x"
+    rows[1] = replace(rows[1], cells=(_cell("test_add", "NotImplementedError: "), _cell("test_mean", "AssertionError: x")))
+    table = {line.id: line.assignments["toy"] for line in student_table(rows, ["toy"])}
+    assert table["ada"] == StudentCell(3.0, 5.0, "test_mean", late=False, pending=(), pages=())
+    assert table["bo"].failed == "test_add (not attempted), test_mean"
+    assert table["<img src=x onerror=alert(1)>"].failed == "not graded: <b>kernel died</b>"
     page = render_report(rows, templates)
     assert '<h2 id="students">Students</h2>' in page
     assert '<td class=n><a href="feedback/ada/toy/toy.html">3 / 5</a></td><td></td><td>test_mean</td>' in page
@@ -369,8 +365,7 @@ def test_the_student_table_shows_each_score_and_what_failed() -> None:
 def test_a_hidden_test_of_an_unattempted_function_counts_as_not_attempted() -> None:
     """A hidden test that checks what the untouched stub raises says so in a CheckFailed, not a mistake."""
     stub = _cell("test_mean_hidden", "CheckFailed: mean([]) should raise ValueError, but it raised NotImplementedError: ")
-    rows = [{"student_id": "blank", "assignment": "toy", "score": 0.0, "max_score": 5.0, "reason": "",
-             "result": Result("graded", "", (stub,))}]
+    rows = [GradeRow("blank", "toy", 0.0, 5.0, cells=(stub,))]
     assert not_attempted(stub) and failures(rows) == []
     assert not not_attempted(_cell("test_mean", "CheckFailed: mean([]) should raise ValueError, but it returned 0"))
 
@@ -379,8 +374,8 @@ def test_the_student_table_comes_before_the_code_and_shows_late_names_links_and_
     from autograder.reports.similarity import Pair, Similarity
 
     rows, templates = _rows()
-    rows[0] |= {"late": True, "lms_name": "Ada Lovelace"}
-    rows[1] |= {"pending": ["explain"]}
+    rows[0] = replace(rows[0], late=True, lms_name="Ada Lovelace")
+    rows[1] = replace(rows[1], pending=("explain",))
     code = "def add(a, b): return a + b"
     pair = Pair(assignment="toy", student_a="ada", student_b="bo", similarity=1.0, shared=9, code_a=code,
                 code_b=code, spans_a=((0, 5),), spans_b=((0, 5),))

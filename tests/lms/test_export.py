@@ -18,7 +18,7 @@ import pytest
 from autograder.reports.grades_csv import write_grades
 from autograder.reports.layout import OutputFolder
 from autograder.lms.table import read_table
-from autograder.records import Template
+from autograder.records import GradeRow, Status, Template
 from autograder.submissions.find import from_zip
 from autograder.grading.tasks import make_tasks
 from course import ROOT
@@ -78,10 +78,8 @@ def _graded(tmp_path: Path, members: dict[str, bytes] = ZIP, scores: dict[str, f
     """DIR as `grade` leaves it for a Canvas zip of 01_similarity (out of 10), with these scores."""
     found, _ = from_zip(write_zip(tmp_path / "submissions.zip", members), NOTEBOOKS, tmp_path / "staging")
     template = Template("01_similarity", "key", tmp_path, ("similarity",), (("similarity", "mean", 10.0),))
-    rows = [{"student_id": t.student, "assignment": t.assignment, "max_score": 10.0,
-             "score": 0.0 if t.problem else scores[t.student],
-             "reason": f"not graded: {t.problem}" if t.problem else "",
-             "lms_user_id": t.lms_user_id, "late": t.late}
+    rows = [GradeRow(t.student, t.assignment, 0.0 if t.problem else scores[t.student], 10.0,
+                     Status.FAILED if t.problem else Status.GRADED, t.problem, t.lms_user_id, t.late)
             for t in make_tasks(found, {"01_similarity": template}, "limits")]
     out = tmp_path / "graded"
     out.mkdir()

@@ -8,15 +8,19 @@ from __future__ import annotations
 import json
 import os
 import stat
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from autograder.__main__ import main
-from autograder.reports.class_record import OutputUnavailable, open_output
+from autograder.lms.grades import read_grades as read_grades_back
+from autograder.reports.class_record import OutputUnavailable, class_rows, open_output
+from autograder.reports.grades_csv import read_grade_rows, write_grades
 from autograder.reports.layout import OutputFolder
+from autograder.reports.state import Stored
 from autograder.grading.options import Options
-from autograder.records import CellResult, Result, Task, Template
+from autograder.records import CellResult, GradeRow, Result, Status, Task, Template
 from autograder.submissions.find import Found, find, select
 from tests.grading_helpers import (FIXTURE_SOURCE, InstantPool, grade_cli, gradebook_scores, read_grades,
                                    released_notebooks, require_sandbox, solution_sources, student_notebook, write_zip)
@@ -246,3 +250,50 @@ def test_grading_another_assignment_into_the_folder_keeps_the_earlier_ones(tmp_p
     assert "\ntoy,ada_11,bo_12," in out.similarity.read_text()
     report = out.report.read_text()
     assert report.count("toy_torch") and "Similar code" in report
+
+
+# ---------------------------------------------------------------- one typed row, from grading to grades.csv and export
+
+
+def _stored_class() -> dict[tuple[str, str], Stored]:
+    """One stored row of each kind grades.csv holds."""
+    manual = CellResult("toy", "explain", 0.0, 3.0, False, "pending", manual=True)
+    return {("ada", "toy"): Stored(_graded(1.0), lms_user_id="11", late=True, lms_name="Ada Lovelace"),
+            ("bo", "toy"): Stored(Result(Status.GRADED, "", (_graded(0.5).cells[0], manual)),
+                                  note="misnamed notebook: graded Toy.ipynb as toy.ipynb"),
+            ("cy", "toy"): Stored(Result(Status.FAILED, "the kernel died"), max_score=1.0),
+            ("dee", "toy"): Stored(Result(Status.FAILED, "no submission (expected toy.ipynb)"), missing=True),
+            ("=1+1", "toy"): Stored(_graded(1.0), note="@SUM(A1)", lms_user_id="-7")}
+
+
+def test_a_grade_row_is_written_as_grades_csv_always_was_and_read_back_the_same(tmp_path: Path) -> None:
+    rows = class_rows(_stored_class(), {"toy": TOY})
+    write_grades(tmp_path / "grades.csv", rows)
+    assert (tmp_path / "grades.csv").read_bytes().decode().splitlines() == [
+        "student_id,assignment,score,max_score,reason,lms_user_id,late",
+        "'=1+1,toy,1,1,'@SUM(A1),'-7,0",
+        "ada,toy,1,1,,11,1",
+        "bo,toy,0.5,1,misnamed notebook: graded Toy.ipynb as toy.ipynb; manual grading pending: 3 points (explain),,0",
+        "cy,toy,0,1,not graded: the kernel died,,0",
+        "dee,toy,0,1,not graded: no submission (expected toy.ipynb),,0"]
+    read = read_grade_rows(tmp_path / "grades.csv")
+    assert read == [replace(row, lms_name="", cells=()) for row in rows], "what the report alone reads is not in the csv"
+    assert [(r.status, r.pending, r.no_submission) for r in read] == [
+        (Status.GRADED, (), False), (Status.GRADED, (), False), (Status.GRADED, ("explain",), False),
+        (Status.FAILED, (), False), (Status.FAILED, (), True)]
+
+
+def test_a_status_is_typed_and_keeps_its_text() -> None:
+    assert Result("graded").status is Status.GRADED, "a worker's JSON line gives the status as its text"
+    assert json.loads(Result(Status.FAILED, "x").to_json())["status"] == "failed"
+    assert Result.from_dict({"status": "done"}).status is Status.DONE
+    with pytest.raises(ValueError):
+        Result("finished")
+
+
+def test_a_note_quoting_the_pending_phrase_does_not_hold_a_grade_back(tmp_path: Path) -> None:
+    """A student names a notebook after grades.csv's pending note: the grade is final all the same, and export
+    sends it (before, any reason containing the phrase kept the LMS's cell)."""
+    note = "misnamed notebook: graded manual grading pending: 1 points (x).ipynb as toy.ipynb"
+    write_grades(OutputFolder(tmp_path).grades, [GradeRow("ada", "toy", 1.0, 1.0, reason=note)])
+    assert not read_grades_back(tmp_path).by_key[("ada", "toy")].pending

@@ -19,7 +19,7 @@ from autograder.submissions import staging
 from autograder.submissions import find as submissions
 from autograder.reports.grades_csv import spreadsheet_safe, write_grades
 from autograder.reports.layout import OutputFolder
-from autograder.records import Template
+from autograder.records import GradeRow, Template
 from autograder.submissions.find import SubmissionsUnreadable, find, from_folder, from_zip, select, valid_student_id
 from autograder.grading.tasks import make_tasks
 from tests.grading_helpers import write_zip
@@ -414,10 +414,8 @@ def test_formula_fields_are_escaped(text: str) -> None:
 
 
 def test_grades_csv_escapes_text_fields_only(tmp_path: Path) -> None:
-    rows = [{"student_id": "+1+1", "assignment": "01_similarity", "score": 2.0, "max_score": 5.0,
-             "reason": "=HYPERLINK(\"http://x\")", "lms_user_id": "", "late": False},
-            {"student_id": "@SUM1", "assignment": "01_similarity", "score": 0.0, "max_score": 5.0, "reason": "",
-             "lms_user_id": "-7", "late": True}]
+    rows = [GradeRow("+1+1", "01_similarity", 2.0, 5.0, reason="=HYPERLINK(\"http://x\")"),
+            GradeRow("@SUM1", "01_similarity", 0.0, 5.0, lms_user_id="-7", late=True)]
     write_grades(OutputFolder(tmp_path).grades, rows)
     with open(OutputFolder(tmp_path).grades, newline="") as handle:
         written = list(csv.reader(handle))
