@@ -1,6 +1,6 @@
 """Nothing the kernel sends changes the grader (issue 32, items 2, 3, 4, 9 and 10), at the channel itself.
 
-Each test talks to a real ``python -m autograder.channel.served`` stand-in kernel (or drives the trusted side with frames
+Each test talks to a real ``python -m tests.stand_in_kernel`` stand-in kernel (or drives the trusted side with frames
 written by hand) and plays one attack of a student who has read the grader: the kernel's random state, values
 written back into the test's arrays, a handle posing as a tensor, a few bytes that become gigabytes, a student's
 OSError taken for the channel's failure. `tests/test_trusted_oracles.py` grades submissions doing the same.
