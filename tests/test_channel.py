@@ -21,7 +21,8 @@ import torch
 from autograder.channel.wire import ChannelError, Codec, Frame, Limits, Ref, recv_frame, send_frame
 from autograder.channel.handles import RemoteObject
 from autograder.channel import served
-from autograder.channel.session import RemoteError, Session, wait_for_connection
+from autograder.channel.classes import RemoteError
+from autograder.channel.session import Session, wait_for_connection
 from autograder.channel.tensors import TrustedStorages, encode_plain
 from tests.harness import StandIn
 
