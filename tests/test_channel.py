@@ -18,7 +18,8 @@ import numpy as np
 import pytest
 import torch
 
-from autograder.channel.wire import ChannelError, Codec, Frame, Limits, Ref, recv_frame, send_frame
+from autograder.channel.codec import Codec
+from autograder.channel.wire import ChannelError, Frame, Limits, Ref, recv_frame, send_frame
 from autograder.channel.handles import RemoteObject
 from autograder.channel import served
 from autograder.channel.classes import RemoteError

@@ -11,7 +11,8 @@ from __future__ import annotations
 import inspect
 from typing import Any, Callable
 
-from autograder.channel.wire import ChannelError, Codec, Frame, Ref, RemoteException
+from autograder.channel.codec import Codec
+from autograder.channel.wire import ChannelError, Frame, Ref, RemoteException
 
 # Methods torch gives every module that read it, or only switch dropout and the like: the student's code may call
 # these on a module a test lends it, besides the methods the test's own class defines (TinyDecoder.make_caches).

@@ -35,10 +35,11 @@ import warnings
 import weakref
 from typing import Any
 
-from autograder.channel.wire import ChannelError, Codec, Frame, Ref, RemoteException, recv_frame, send_frame
 from autograder.channel.classes import StudentClasses
+from autograder.channel.codec import Codec
 from autograder.channel.handles import RemoteObject
 from autograder.channel.lent import answer_callback
+from autograder.channel.wire import ChannelError, Frame, Ref, RemoteException, recv_frame, send_frame
 
 
 def _import_torch() -> bool:
