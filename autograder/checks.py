@@ -30,9 +30,9 @@ import numpy as _np
 from autograder.harness.check_values import (GUARDED_NUMPY, GUARDED_NUMPY_TESTING, MAX_VALUES, NDARRAY, describe_type,
                                              format_value, is_mistake, is_tensor, matches, torch_refs, torch_seen)
 
-__all__ = ["MAX_VALUES", "CheckFailed", "call", "call_with_inputs", "describe", "describe_call", "expect_close",
+__all__ = ("MAX_VALUES", "CheckFailed", "call", "call_with_inputs", "describe", "describe_call", "expect_close",
            "expect_equal", "expect_float", "expect_ndarray", "expect_raises", "expect_tensor", "hidden_seed",
-           "verify_untampered"]
+           "verify_untampered")
 
 
 class CheckFailed(AssertionError):
