@@ -19,7 +19,7 @@ import pytest
 import torch
 
 from autograder.channel.codec import Codec
-from autograder.channel.wire import ChannelError, Frame, Limits, Ref, recv_frame, send_frame
+from autograder.channel.wire import ChannelError, ChannelLimits, Frame, Ref, recv_frame, send_frame
 from autograder.channel.handles import RemoteObject
 from autograder.channel import served
 from autograder.channel.classes import RemoteError
@@ -156,7 +156,7 @@ def test_nesting_and_size_limits() -> None:
     with left, right:
         left.sendall(struct.pack("<I", 2**31))
         with pytest.raises(ChannelError, match="header of"):
-            recv_frame(right, Limits())
+            recv_frame(right, ChannelLimits())
 
 
 def test_calls_return_genuine_values_and_never_change_the_tests_arguments(names) -> None:

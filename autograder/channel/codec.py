@@ -12,7 +12,7 @@ What a header may carry, exactly (`Codec.decode` accepts nothing else):
 - a reference (`Ref`) to an object that stays on the other side.
 
 `Codec` turns values into ``(header, buffers)`` and back with exact type checks (``type(x) is``,
-never ``isinstance``: a subclass is not data) and size limits (`Limits`). Each side gives it
+never ``isinstance``: a subclass is not data) and size limits (`autograder.channel.wire.ChannelLimits`). Each side gives it
 the hooks that make and resolve references and, on the trusted side, that rebuild tensors.
 """
 
@@ -23,7 +23,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from autograder.channel.wire import ChannelError, Limits, Ref, RemoteException
+from autograder.channel.wire import ChannelError, ChannelLimits, Ref, RemoteException
 
 NUMERIC_DTYPES = frozenset({"bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
                             "float16", "float32", "float64", "complex64", "complex128"})
@@ -45,7 +45,7 @@ class Codec:
     def __init__(self, make_ref: Callable[[Any], Ref], resolve_ref: Callable[[Ref], Any],
                  encode_tensor: Callable[[Any, list[bytes]], dict] | None = None,
                  decode_tensor: Callable[[dict, list[bytes]], Any] | None = None,
-                 limits: Limits = Limits()) -> None:
+                 limits: ChannelLimits = ChannelLimits()) -> None:
         self.make_ref, self.resolve_ref = make_ref, resolve_ref
         self.encode_tensor, self.decode_tensor = encode_tensor, decode_tensor
         self.limits = limits

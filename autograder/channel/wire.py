@@ -3,7 +3,7 @@
 A frame (`Frame`, `send_frame`, `recv_frame`) is ``u32 header length | JSON header | u32 buffer count | (u64 length
 | bytes) * count``. The header is JSON with tagged objects for what JSON lacks; arrays and tensors travel as raw
 buffers that the header names by index. Which values a header may carry, and how they are checked on receipt, is
-`autograder.channel.codec`; `Limits` bounds both. A `Ref` is an object that stays on the other side, a
+`autograder.channel.codec`; `ChannelLimits` bounds both. A `Ref` is an object that stays on the other side, a
 `RemoteException` an exception raised there; `ChannelError` is what a broken channel raises.
 """
 
@@ -21,7 +21,7 @@ class ChannelError(Exception):
 
 
 @dataclass(frozen=True)
-class Limits:
+class ChannelLimits:
     """Size limits checked on receipt: of a frame (`recv_frame`) and of the values its header carries
     (`autograder.channel.codec.Codec`)."""
 
@@ -86,7 +86,7 @@ def _read_exactly(sock: socket.socket, count: int) -> bytes:
     return b"".join(chunks)
 
 
-def recv_frame(sock: socket.socket, limits: Limits = Limits()) -> Frame:
+def recv_frame(sock: socket.socket, limits: ChannelLimits = ChannelLimits()) -> Frame:
     """Read one frame from ``sock``, refusing one past ``limits``; socket timeouts propagate."""
     (header_length,) = struct.unpack("<I", _read_exactly(sock, 4))
     if header_length > limits.header_bytes:
