@@ -31,8 +31,8 @@ from typing import Any
 
 import numpy as np
 
-from autograder.channel.kernel_errors import as_exception, describe_error, qualified
 from autograder.channel.codec import Codec
+from autograder.channel.kernel_errors import as_exception, describe_error, qualified
 from autograder.channel.wire import Frame, RemoteException, Ref, recv_frame, send_frame
 
 # The notebook's name for its `Server`: one per kernel, so that its objects stay numbered from one test cell to the next.
