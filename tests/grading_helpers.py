@@ -115,10 +115,10 @@ def require_sandbox() -> None:
     """Fail (never skip) where no grading sandbox can be made: grading needs one, so the suite must say so."""
     import pytest
 
-    from autograder.sandbox.bwrap import SandboxUnavailable, check
+    from autograder.sandbox.probe import SandboxUnavailable, check_isolation
 
     try:
-        check()
+        check_isolation()
     except SandboxUnavailable as error:
         pytest.fail(f"no grading sandbox can be made on this machine: {error}")
 

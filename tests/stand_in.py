@@ -2,7 +2,7 @@
 
 Used by the wrong-answer bank: hundreds of variants cannot each afford a kernel start. The student's
 cells (answers, and the given cells too) run in a stand-in for the kernel, one long-lived
-``python -m autograder.channel.served`` subprocess reset between notebooks; the test cells run here, in
+``python -m tests.stand_in_kernel`` subprocess reset between notebooks; the test cells run here, in
 `autograder.harness.graded_cells.TrustedCells`, reaching the notebook's names through the channel
 (`autograder.channel.session`), exactly as the grader runs them: which cell is a test, given or the student's
 is the grader's own `autograder.harness.graded_cells.cell_kind`. The scoring follows nbgrader's rule for
@@ -27,6 +27,7 @@ from autograder.channel.session import Session, wait_for_connection
 from autograder.sandbox.bwrap import MALLOC
 from autograder.harness.hidden_seed import HIDDEN_KEY
 from autograder.harness.graded_cells import CellKind, CellRun, TrustedCells, answer_names, cell_kind
+from course import ROOT
 from course.chapters import chapter
 from course.notebooks import code_cells
 
@@ -56,7 +57,7 @@ class StandIn:
         listener.bind(path)
         listener.listen(1)
         env = dict(os.environ, **MALLOC, OMP_WAIT_POLICY="PASSIVE")
-        self.process = subprocess.Popen([sys.executable, "-m", "autograder.channel.served", path], env=env)
+        self.process = subprocess.Popen([sys.executable, "-m", "tests.stand_in_kernel", path], env=env, cwd=ROOT)
         self.sock = wait_for_connection(listener, time.monotonic() + 60)
         listener.close()
         self.last: Session | None = None

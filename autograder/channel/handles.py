@@ -3,8 +3,8 @@ through its session (`autograder.channel.session.Session`) and comes back with d
 
 ``isinstance(handle, nn.Module)`` and ``isinstance(handle.q_proj, nn.Linear)`` hold as they would in one
 process: a handle's ``__class__`` is torch's own class for a torch.nn module, and for the student's own class
-a stand-in of the same name deriving from the torch.nn module class theirs derives from (`_class_of`). Its
-``type()`` stays `RemoteObject`.
+a stand-in of the same name deriving from the torch.nn module class theirs derives from (made by its session's
+`autograder.channel.classes.StudentClasses`). Its ``type()`` stays `RemoteObject`.
 
 Only module classes are borrowed: a handle never is, nor claims the class of, a tensor, an
 ``nn.Parameter`` or an ndarray (tensors and arrays reach a test by value only), so ``isinstance(handle,
@@ -13,44 +13,11 @@ torch.Tensor)`` is always False and `autograder.checks.expect_tensor` refuses ev
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 from autograder.channel.wire import Ref
 
 DUNDER_ATTRIBUTES = frozenset({"__name__", "__qualname__"})
-
-
-_synthetic: dict[tuple[str, tuple[str, ...]], type] = {}
-
-
-def _torch_class(qualified: str) -> type | None:
-    """torch's own module class of that qualified name (``torch.nn.modules.linear.Linear``), if it is one: a
-    subclass of ``torch.nn.Module`` defined under ``torch.nn.``, never a tensor or array class."""
-    module_name, _, name = qualified.rpartition(".")
-    if not module_name.startswith("torch.nn.") or module_name not in sys.modules or "torch.nn" not in sys.modules:
-        return None
-    found = getattr(sys.modules[module_name], name, None)
-    module = sys.modules["torch.nn"].Module
-    if not (isinstance(found, type) and issubclass(found, module) and found.__module__.startswith("torch.nn.")):
-        return None
-    return found
-
-
-def _class_of(ref: Ref) -> type:
-    """What ``handle.__class__`` says: torch's own class for a torch.nn object, else a stand-in class named
-    after the student's that derives from the torch.nn class theirs derives from, so that
-    ``isinstance(handle, nn.Module)`` and ``isinstance(handle, nn.Linear)`` hold as they would in one process."""
-    key = (ref.type_name, ref.bases)
-    if key not in _synthetic:
-        own = _torch_class(ref.type_name)
-        if own is not None:
-            _synthetic[key] = own
-        else:
-            module, _, name = ref.type_name.rpartition(".")
-            base = next((found for found in map(_torch_class, ref.bases) if found is not None), object)
-            _synthetic[key] = type(name or "object", (base,), {"__module__": module or "notebook", "__qualname__": name})
-    return _synthetic[key]
 
 
 class RemoteObject:
@@ -64,7 +31,7 @@ class RemoteObject:
 
     @property  # type: ignore[misc]
     def __class__(self) -> type:  # noqa: D105 - isinstance(handle, nn.Module) holds when the student's class is one
-        return _class_of(object.__getattribute__(self, "_ref"))
+        return self._s().classes.of(object.__getattribute__(self, "_ref"))
 
     def _id(self) -> int:
         return object.__getattribute__(self, "_ref").id

@@ -1,7 +1,7 @@
 """The sandbox's end of the channel: answers the trusted harness's requests about the notebook's names.
 
-Runs inside the student's kernel (or, for the test suite, in a plain subprocess:
-``python -m autograder.channel.served SOCKET``). Nothing here is trusted: student code can replace any of
+Runs inside the student's kernel (the test suite's stand-in kernel, `tests.stand_in_kernel`, serves with a
+subclass of `Server`). Nothing here is trusted: student code can replace any of
 it, and the trusted side (`autograder.channel.session`) believes only the plain data it receives. It never
 receives a test's source, only the arguments of each call.
 
@@ -15,7 +15,7 @@ Requests (each a frame whose header has an ``op``) and their answers (``{"ok": v
   gradient graph back to arguments that required grad);
 - ``getattr``, ``setattr``, ``repr``, ``list``, ``bool``, ``isinstance`` on an object;
 - ``backward`` token, grads -> the gradients of the call's arguments;
-- ``release`` ids; ``exec`` source and ``reset`` (the test suite's subprocess only); ``done``.
+- ``release`` ids; ``done``.
 
 While a call runs, the student's code may call an object of the trusted side (a test's recording
 model, a hook): `Trusted` sends ``callback`` or ``attr`` requests the other way and waits.
@@ -23,46 +23,20 @@ model, a hook): `Trusted` sends ``callback`` or ``attr`` requests the other way 
 
 from __future__ import annotations
 
-import builtins
-import contextlib
-import io
 import itertools
-import os
 import socket
 import sys
-import traceback
 import warnings
 from typing import Any
 
 import numpy as np
 
-from autograder.channel.wire import Codec, Frame, RemoteException, Ref, recv_frame, send_frame
+from autograder.channel.codec import Codec
+from autograder.channel.kernel_errors import as_exception, describe_error, qualified
+from autograder.channel.wire import Frame, RemoteException, Ref, recv_frame, send_frame
 
-BUILTIN_ERRORS = {name: value for name, value in vars(builtins).items()
-                  if isinstance(value, type) and issubclass(value, BaseException)}
-
-
-def _qualified(kind: type) -> str:
-    return f"{kind.__module__}.{kind.__qualname__}"
-
-
-def describe_error(error: BaseException) -> RemoteException:
-    """An exception as data: its type's name, its message and its bases' qualified names."""
-    try:
-        message = str(error)
-    except Exception:  # noqa: BLE001 - a student's __str__ may raise
-        message = "(the exception's message could not be read)"
-    return RemoteException(type(error).__name__, message[:20_000], tuple(_qualified(k) for k in type(error).__mro__[1:8]))
-
-
-def as_exception(error: RemoteException) -> BaseException:
-    """An exception received as data, raised here as the builtin type it is or derives from."""
-    names = [error.type_name] + [base.rsplit(".", 1)[-1] for base in error.bases if base.startswith("builtins.")]
-    for name in names:
-        kind = BUILTIN_ERRORS.get(name)
-        if kind is not None and issubclass(kind, Exception):
-            return kind(error.message) if name == error.type_name else kind(f"{error.type_name}: {error.message}")
-    return RuntimeError(f"{error.type_name}: {error.message}")
+# The notebook's name for its `Server`: one per kernel, so that its objects stay numbered from one test cell to the next.
+SERVER_NAME = "__autograder_server__"
 
 
 class Trusted:
@@ -99,16 +73,8 @@ class Trusted:
 class Server:
     """The objects handed to the trusted side, by number, and the request loop."""
 
-    def __init__(self, namespace: dict, capture: bool = False) -> None:
+    def __init__(self, namespace: dict) -> None:
         self.namespace = namespace
-        self.capture = capture
-        self.fd_file = None
-        if capture:  # the test suite's stand-in: keep what C code writes to stderr too
-            import tempfile
-
-            self.fd_file = tempfile.TemporaryFile()
-            os.dup2(self.fd_file.fileno(), 2)
-        self.output = {"stdout": io.StringIO(), "stderr": io.StringIO()}
         self.counter = itertools.count(1)
         self.objects: dict[int, Any] = {}
         self.numbers: dict[int, int] = {}
@@ -134,8 +100,8 @@ class Server:
             self.numbers[key] = next(self.counter)
             self.objects[self.numbers[key]] = value
         kind = type(value)
-        bases = tuple(_qualified(k) for k in kind.__mro__[1:12])
-        return Ref("sandbox", self.numbers[key], _qualified(kind), bases, callable(value))
+        bases = tuple(qualified(k) for k in kind.__mro__[1:12])
+        return Ref("sandbox", self.numbers[key], qualified(kind), bases, callable(value))
 
     def _resolve(self, ref: Ref) -> Any:
         if ref.side == "trusted":
@@ -187,14 +153,6 @@ class Server:
 
     def answer(self, frame: Frame) -> Frame:
         """The answer to one request, never an exception."""
-        if not self.capture:
-            return self._answer(frame)
-        with warnings.catch_warnings(), contextlib.redirect_stdout(self.output["stdout"]), \
-                contextlib.redirect_stderr(self.output["stderr"]):
-            warnings.simplefilter("always")
-            return self._answer(frame)
-
-    def _answer(self, frame: Frame) -> Frame:
         try:
             request = frame.header
             value, extra = self.handle(request, self.codec.decode(request.get("payload"), frame.buffers))
@@ -225,24 +183,6 @@ class Server:
                 value = self.objects.pop(number, None)
                 self.numbers.pop(id(value), None)
             return None, {}
-        if op == "exec":
-            return self._exec(payload), {}
-        if op == "reset":
-            self.namespace.clear()
-            self.namespace["__name__"] = "__main__"
-            self.objects.clear()
-            self.numbers.clear()
-            self.graphs.clear()
-            return None, {}
-        if op == "output":
-            printed = {name: stream.getvalue()[:100_000] for name, stream in self.output.items()}
-            self.output = {"stdout": io.StringIO(), "stderr": io.StringIO()}
-            if self.fd_file is not None:  # what C code wrote to file descriptor 2 (torch's profiler, say)
-                self.fd_file.seek(0)
-                printed["stderr"] += self.fd_file.read().decode(errors="replace")[:100_000]
-                self.fd_file.seek(0)
-                self.fd_file.truncate()
-            return printed, {}
         target = self._resolve(Ref("sandbox", request.get("target")))
         if op == "getattr":
             return getattr(target, payload), {}
@@ -300,19 +240,6 @@ class Server:
                                     retain_graph=True)
         return list(found)
 
-    def _exec(self, source: str) -> dict:
-        out, err = io.StringIO(), io.StringIO()
-        error = None
-        with warnings.catch_warnings(), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            warnings.simplefilter("always")
-            try:
-                exec(compile(source, "<cell>", "exec"), self.namespace)  # noqa: S102 - the sandbox runs the notebook
-            except BaseException as raised:  # noqa: BLE001 - reported as the cell's error
-                if isinstance(raised, KeyboardInterrupt):
-                    raise
-                error = "".join(traceback.format_exception_only(type(raised), raised)).strip()
-        return {"stdout": out.getvalue()[:100_000], "stderr": err.getvalue()[:100_000], "error": error}
-
 
 def _snapshot(value: Any) -> bytes | None:
     if type(value) is np.ndarray:
@@ -340,19 +267,10 @@ def _leaves(args: tuple, kwargs: dict) -> list:
     return [t for t in _tensors([*args, *kwargs.values()]) if t.requires_grad]
 
 
-SERVER: Server | None = None
-
-
 def serve(path: str, namespace: dict) -> None:
-    """Serve the notebook's ``namespace`` on ``path`` (called by the harness in the student's kernel)."""
-    global SERVER
-    if SERVER is None or SERVER.namespace is not namespace:
-        SERVER = Server(namespace)
-    SERVER.serve(path)
-
-
-if __name__ == "__main__":
-    # The test suite's stand-in for a kernel: runs cells on request (``exec``) and keeps what they print.
-    import torch  # noqa: F401 - it speaks tensors too
-
-    Server({"__name__": "__main__"}, capture=True).serve(sys.argv[1])
+    """Serve the notebook's ``namespace`` on ``path`` (called by the harness in the student's kernel), with the
+    `Server` the namespace holds (`SERVER_NAME`), made at its first test cell."""
+    server = namespace.get(SERVER_NAME)
+    if type(server) is not Server or server.namespace is not namespace:
+        server = namespace[SERVER_NAME] = Server(namespace)
+    server.serve(path)

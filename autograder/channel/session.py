@@ -28,7 +28,6 @@ later one raise `ChannelError`, so only the tests that need the kernel lose thei
 from __future__ import annotations
 
 import builtins
-import inspect
 import itertools
 import socket
 import time
@@ -36,15 +35,11 @@ import warnings
 import weakref
 from typing import Any
 
-from autograder.channel.wire import ChannelError, Codec, Frame, Ref, RemoteException, recv_frame, send_frame
+from autograder.channel.classes import StudentClasses
+from autograder.channel.codec import Codec
 from autograder.channel.handles import RemoteObject
-
-BUILTIN_ERRORS = {name: value for name, value in vars(builtins).items()
-                  if isinstance(value, type) and issubclass(value, Exception)}
-# Methods torch gives every module that read it, or only switch dropout and the like: the student's code may call
-# these on a module a test lends it, besides the methods the test's own class defines (TinyDecoder.make_caches).
-READ_ONLY_METHODS = frozenset({"forward", "parameters", "named_parameters", "buffers", "named_buffers", "children",
-                               "named_children", "modules", "named_modules", "state_dict", "eval", "train"})
+from autograder.channel.lent import answer_callback
+from autograder.channel.wire import ChannelError, Frame, Ref, RemoteException, recv_frame, send_frame
 
 
 def _import_torch() -> bool:
@@ -54,28 +49,6 @@ def _import_torch() -> bool:
     except ImportError:
         return False
     return True
-
-
-class RemoteError(Exception):
-    """Marks an exception raised by the student's code whose type is not a builtin one."""
-
-
-_error_classes: dict[tuple[str, str], type] = {}
-
-
-def as_exception(error: RemoteException) -> Exception:
-    """The student's exception as one raised here: its builtin type, or a class of its name that
-    derives from the builtin type it derives from (else from `RemoteError`)."""
-    if error.type_name in BUILTIN_ERRORS:
-        return BUILTIN_ERRORS[error.type_name](error.message)
-    base = next((BUILTIN_ERRORS[b.removeprefix("builtins.")] for b in error.bases
-                 if b.removeprefix("builtins.") in BUILTIN_ERRORS and b.startswith("builtins.")), Exception)
-    key = (error.type_name, base.__name__)
-    if key not in _error_classes:
-        name = error.type_name if error.type_name.isidentifier() else "StudentError"
-        bases = (RemoteError,) if base is Exception else (base, RemoteError)
-        _error_classes[key] = type(name, bases, {"__module__": "notebook"})
-    return _error_classes[key](error.message)
 
 
 class Session:
@@ -95,6 +68,7 @@ class Session:
         self.lent_numbers: dict[int, int] = {}
         self.counter = itertools.count(1)
         self.released: list[int] = []
+        self.classes = StudentClasses()
         self.torch = _import_torch()
         hooks: tuple = (None, None)
         self.storages = None
@@ -154,7 +128,7 @@ class Session:
                 if type(answer) is not dict:
                     raise ChannelError("the kernel sent an answer that is not an object")
                 if "op" in answer:
-                    send_frame(self.sock, self._callback(answer, frame.buffers))
+                    send_frame(self.sock, answer_callback(self.codec, self._resolve, answer, frame.buffers))
                     continue
                 if "error" in answer:
                     error = self.codec.decode(answer["error"], frame.buffers)
@@ -166,7 +140,7 @@ class Session:
             reason = self._too_long(header, cell_bound) if isinstance(failure, TimeoutError) else str(failure)
             self.broken = f"the notebook's kernel stopped answering the grader: {reason}"
             raise ChannelError(self.broken) from None
-        raise as_exception(error)
+        raise self.classes.exception(error)
 
     def start_cell(self, seconds: float) -> None:
         """A test cell starts: the student's code may take ``seconds`` in all until it ends."""
@@ -180,38 +154,6 @@ class Session:
         what = f"{name}{'.' + method if isinstance(method, str) else ''}()" if name else "the kernel"
         limit = f"the {self.cell_seconds:g} s a test cell may take" if cell_bound else f"{self.timeout:g} s"
         return f"{what} took too long to answer: no result within {limit} (--cell-timeout); an endless loop?"
-
-    def _callback(self, request: dict, buffers: list[bytes]) -> Frame:
-        """Run a call of the student's code into an object of the test; its answer as a frame."""
-        out: list[bytes] = []
-        try:
-            target = self._resolve(Ref("trusted", request.get("target") if type(request.get("target")) is int else -1))
-            op, method = request.get("op"), request.get("method")
-            if op == "attr":
-                value = _lent_attribute(target, request.get("name"))
-            elif op == "callback" and method in (None, "__getitem__", "__len__", "__iter__", "__bool__"):
-                args, kwargs = self.codec.decode(request.get("payload"), buffers)
-                if type(args) is not tuple or type(kwargs) is not dict:
-                    raise ChannelError("the kernel sent malformed arguments")
-                value = self._run_callback(target, method, args, kwargs)
-            else:
-                raise ChannelError(f"the kernel sent an unknown request {str(op)[:40]!r}")
-            return Frame({"ok": self.codec.encode(value, out)}, out)
-        except ChannelError:
-            raise
-        except Exception as error:  # noqa: BLE001 - the test's object raised: the student's code sees it
-            return Frame({"error": self.codec.encode(RemoteException(type(error).__name__, str(error)), out)}, out)
-
-    @staticmethod
-    def _run_callback(target: Any, method: str | None, args: tuple, kwargs: dict) -> Any:
-        """The test's object called by the student's code, in the grader's own grad mode: what the kernel's grad
-        mode was is a fact only the kernel can observe, so nothing here depends on it."""
-        if method == "__iter__":
-            return list(target)
-        if method == "__bool__":
-            return bool(target)
-        function = getattr(target, method) if method else target
-        return function(*args, **kwargs)
 
     # -- operations ------------------------------------------------------------------------------
     def lookup(self, names: list[str]) -> dict[str, Any]:
@@ -301,19 +243,6 @@ def _inputs_after(originals: list, changed: dict) -> list:
             raise ChannelError("the kernel named an argument that does not exist")
         after[index] = value
     return after
-
-
-def _lent_attribute(target: Any, name: Any) -> Any:
-    """An attribute of an object a test lent to the student's code: data, a submodule, or a method that does not
-    change the test's object (its own class's methods, or `READ_ONLY_METHODS`)."""
-    if type(name) is not str or name.startswith("_"):
-        raise AttributeError(f"the grader's object has no public attribute {str(name)[:40]!r}")
-    value = getattr(target, name)
-    if inspect.ismethod(value) and name not in READ_ONLY_METHODS and not any(
-            name in vars(kind) for kind in type(target).__mro__ if not kind.__module__.startswith(("torch", "builtins"))):
-        raise AttributeError(f"{type(target).__name__}.{name} is not for the notebook to call: it would change "
-                             "the grader's object")
-    return value
 
 
 def wait_for_connection(listener: socket.socket, deadline: float) -> socket.socket:

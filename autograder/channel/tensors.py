@@ -1,4 +1,4 @@
-"""Torch values on the channel (`autograder.channel.wire`): dtypes, devices, sizes and tensors.
+"""Torch values on the channel (`autograder.channel.codec`): dtypes, devices, sizes and tensors.
 
 A tensor crosses as its dtype, shape and bytes. From the sandbox it also says which storage it lives
 in (a number the sandbox gives each storage it has sent), its offset and strides, with the whole
@@ -20,7 +20,8 @@ from typing import Any
 import torch
 import torch.nn.attention
 
-from autograder.channel.wire import TORCH_DTYPES, ChannelError
+from autograder.channel.codec import TORCH_DTYPES
+from autograder.channel.wire import ChannelError
 
 WHOLE_STORAGE_BYTES = 64 << 20
 # A view may show more elements than its storage holds (an expanded tensor, stride 0), but its size may exceed the

@@ -3,7 +3,7 @@
 1. SUBMISSIONS is read (`autograder.submissions.find`): every student found, with what each handed in or why
    it cannot be graded; the run prints a line for each problem of the input. An unreadable SUBMISSIONS
    ends the run here (exit status 2). ``--student`` and ``--assignment`` keep what they name.
-2. A real sandbox is started once (`autograder.sandbox.bwrap.check`) while the template of each assignment
+2. A real sandbox is started once (`autograder.sandbox.probe.check_isolation`) while the template of each assignment
    handed in is generated or reused (`autograder.grading.templates`). When no sandbox can be made the
    command stops with the reason and the line that enables it, unless ``--no-isolate`` was asked for.
 3. Each (student, assignment) becomes a task keyed by a hash of the submitted notebook(s), the
@@ -50,7 +50,8 @@ from autograder.reports.state import Stored, load_state, save_state, stored_rows
 from autograder.reports.class_record import (OutputUnavailable, changes, class_rows, keep_submitted, kept_instead,
                                      open_output, row, submitted_tasks, write_nbgrader_config)
 from autograder.grading.tasks import make_tasks
-from autograder.sandbox.bwrap import SandboxUnavailable, check, describe_isolation, describe_start, remove_scratch
+from autograder.sandbox.bwrap import describe_isolation, describe_start, remove_scratch
+from autograder.sandbox.probe import SandboxUnavailable, check_isolation
 from autograder.sandbox.warm import WarmStartUnavailable, check as warm_check
 from autograder.reports.similarity import class_similarity, write_similarity
 from autograder.submissions.find import SubmissionsUnreadable, find, normal_id, select, valid_student_id
@@ -61,7 +62,7 @@ def isolation_line(isolate: bool, warm: bool) -> tuple[str, bool]:
     returns the lines and whether kernels are forked warm (False, and why, where a warm one cannot be made)."""
     if not isolate:
         return describe_isolation(isolate) + "\nkernels start cold: a warm start needs the sandbox", False
-    check()
+    check_isolation()
     if not warm:
         return describe_isolation(isolate) + "\n" + describe_start(False), False
     try:

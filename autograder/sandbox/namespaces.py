@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ctypes
 import fcntl
+import functools
 import os
 import socket
 import struct
@@ -31,9 +32,14 @@ _PR_CAPBSET_DROP, _PR_SET_NO_NEW_PRIVS, _PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_A
 _CAPABILITY_VERSION_3 = 0x20080522
 _SIOCGIFFLAGS, _SIOCSIFFLAGS, _IFF_UP = 0x8913, 0x8914, 0x1
 
-_libc = ctypes.CDLL(None, use_errno=True)
-_libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
-_libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+
+@functools.cache
+def _libc() -> ctypes.CDLL:
+    """This process's C library, loaded once, with the argument types of the calls that need them."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
+    libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+    return libc
 
 
 def _check(result: int, call: str) -> None:
@@ -48,16 +54,16 @@ def _bytes(text: str | None) -> bytes | None:
 
 def unshare(flags: int) -> None:
     """Move this process into new namespaces (``CLONE_*`` flags); a new pid namespace is its next child's."""
-    _check(_libc.unshare(flags), f"unshare({flags:#x})")
+    _check(_libc().unshare(flags), f"unshare({flags:#x})")
 
 
 def mount(source: str | None, target: str, fstype: str | None = None, flags: int = 0, data: str | None = None) -> None:
-    _check(_libc.mount(_bytes(source), _bytes(target), _bytes(fstype), flags, _bytes(data)),
+    _check(_libc().mount(_bytes(source), _bytes(target), _bytes(fstype), flags, _bytes(data)),
            f"mount {source} on {target} ({fstype or 'bind/remount'})")
 
 
 def prctl(option: int, value: int = 0) -> None:
-    _check(_libc.prctl(option, value, 0, 0, 0), f"prctl({option}, {value})")
+    _check(_libc().prctl(option, value, 0, 0, 0), f"prctl({option}, {value})")
 
 
 def map_own_ids(uid: int, gid: int) -> None:
@@ -79,7 +85,7 @@ def set_dumpable(dumpable: bool) -> None:
 
 def set_name(name: str) -> None:
     """This thread's name in /proc/PID/comm (15 bytes at most)."""
-    _check(_libc.prctl(_PR_SET_NAME, ctypes.cast(ctypes.c_char_p(name.encode()[:15]), ctypes.c_void_p).value, 0, 0, 0),
+    _check(_libc().prctl(_PR_SET_NAME, ctypes.cast(ctypes.c_char_p(name.encode()[:15]), ctypes.c_void_p).value, 0, 0, 0),
            "prctl(PR_SET_NAME)")
 
 
@@ -98,9 +104,9 @@ def drop_privileges() -> None:
         last = int(handle.read())
     for capability in range(last + 1):
         prctl(_PR_CAPBSET_DROP, capability)
-    _check(_libc.prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0), "prctl(PR_CAP_AMBIENT_CLEAR_ALL)")
+    _check(_libc().prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0), "prctl(PR_CAP_AMBIENT_CLEAR_ALL)")
     data = (_CapData * 2)()
-    _check(_libc.capset(ctypes.byref(_CapHeader(_CAPABILITY_VERSION_3, 0)), data), "capset")
+    _check(_libc().capset(ctypes.byref(_CapHeader(_CAPABILITY_VERSION_3, 0)), data), "capset")
     prctl(_PR_SET_NO_NEW_PRIVS, 1)
 
 

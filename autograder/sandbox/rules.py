@@ -21,6 +21,7 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass
+from types import MappingProxyType
 
 ENV = "AUTOGRADER_FORBID"
 RULE_ERROR = "RuleBroken"
@@ -37,7 +38,7 @@ class Rule:
     asks: str
 
 
-RULES = {rule.name: rule for rule in (
+RULES = MappingProxyType({rule.name: rule for rule in (
     Rule("fused_attention",
          r"^aten::(_?scaled_dot_product|_flash_attention|_efficient_attention|_cudnn_attention|_fused_sdp_choice"
          r"|_native_multi_head_attention|_triton_multi_head_attention)",
@@ -49,7 +50,7 @@ RULES = {rule.name: rule for rule in (
          "this chapter asks for attention written by hand (matrix products, masking, softmax): PyTorch's fused "
          "attention (F.scaled_dot_product_attention, torch.ops.aten._scaled_dot_product_*, "
          "F.multi_head_attention_forward, nn.MultiheadAttention, flex_attention) is not available"),
-)}
+)})
 # The dispatch keys whose kernels compute an operator on a CPU; an autograd kernel runs one of them in turn.
 KEYS = ("CPU", "CompositeImplicitAutograd", "CompositeExplicitAutograd")
 

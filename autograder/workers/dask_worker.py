@@ -117,11 +117,11 @@ def check_worker(isolate: bool) -> dict:
     """This worker's `fingerprint`, why it cannot make the grading sandbox and why it cannot fork warm kernels
     ('' when it can, or when ``isolate`` is off); run on every worker by the client before it sends any job."""
     if isolate and "problem" not in _sandbox:  # once per worker process: its machine does not change
-        from autograder.sandbox.bwrap import SandboxUnavailable, check
+        from autograder.sandbox.probe import SandboxUnavailable, check_isolation
         from autograder.sandbox.warm import WarmStartUnavailable, check as warm_check
 
         try:
-            check()
+            check_isolation()
             _sandbox["problem"] = ""
         except SandboxUnavailable as error:
             _sandbox["problem"] = str(error)

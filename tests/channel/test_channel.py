@@ -1,24 +1,29 @@
 """The channel between the trusted harness and the student's kernel (`autograder.channel.wire`, `autograder.channel.tensors`,
 `autograder.channel.served`, `autograder.channel.session`): what crosses, what is refused, and what a broken kernel costs.
 
-The session tests talk to a real ``python -m autograder.channel.served`` subprocess (the bank's stand-in kernel);
+The session tests talk to a real ``python -m tests.stand_in_kernel`` subprocess (the bank's stand-in kernel);
 the refusal tests drive the trusted side with frames written by hand over a socket pair.
 """
 
 from __future__ import annotations
 
+import inspect
 import math
 import socket
 import struct
 import threading
+import time
 
 import numpy as np
 import pytest
 import torch
 
-from autograder.channel.wire import ChannelError, Codec, Frame, Limits, Ref, recv_frame, send_frame
+from autograder.channel.codec import Codec
+from autograder.channel.wire import ChannelError, ChannelLimits, Frame, Ref, recv_frame, send_frame
 from autograder.channel.handles import RemoteObject
-from autograder.channel.session import RemoteError, Session
+from autograder.channel import served
+from autograder.channel.classes import RemoteError
+from autograder.channel.session import Session, wait_for_connection
 from autograder.channel.tensors import TrustedStorages, encode_plain
 from tests.stand_in import StandIn
 
@@ -151,7 +156,7 @@ def test_nesting_and_size_limits() -> None:
     with left, right:
         left.sendall(struct.pack("<I", 2**31))
         with pytest.raises(ChannelError, match="header of"):
-            recv_frame(right, Limits())
+            recv_frame(right, ChannelLimits())
 
 
 def test_calls_return_genuine_values_and_never_change_the_tests_arguments(names) -> None:
@@ -305,3 +310,44 @@ def test_a_warning_in_the_students_code_is_warned_again_in_the_test(stand_in) ->
         pass
 
     assert names["truth"](Plain()) == 1 and names["truth"]([]) == 0
+
+
+@pytest.mark.parametrize("op", ["exec", "reset", "output"])
+def test_a_graded_kernels_server_has_no_test_only_requests(op: str) -> None:
+    """The served module ships into every student's kernel: running cells, starting over and keeping what was
+    printed are the test suite's stand-in's alone (`tests.stand_in_kernel`)."""
+    namespace = {"__name__": "__main__", "kept": threading.Lock()}
+    before = dict(namespace)
+    server = served.Server(namespace)
+    kept = server.answer(Frame({"op": "lookup", "payload": ["kept"]}))  # the lock becomes object number 1
+    answer = server.answer(Frame({"op": op, "target": 1, "payload": "kept = 2"}))
+    assert server.codec.decode(kept.header["ok"], kept.buffers) == [before["kept"]]
+    error = server.codec.decode(answer.header["error"], answer.buffers)
+    assert (error.type_name, error.message) == ("ValueError", f"unknown request {op!r}")
+    assert namespace == before
+    assert list(inspect.signature(served.Server).parameters) == ["namespace"]
+
+
+def test_a_kernel_keeps_one_server_in_the_namespace_it_serves(tmp_path) -> None:
+    """`served.serve` runs once per test cell: the kernel's objects keep their numbers from one cell to the next,
+    held by the notebook's namespace, not by a module global of the served module."""
+    namespace: dict = {"__name__": "__main__", "echo": lambda x: x}
+    session = Session(30)
+    numbers = []
+    for cell in range(2):
+        path = str(tmp_path / f"s{cell}")
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
+            listener.bind(path)
+            listener.listen(1)
+            thread = threading.Thread(target=served.serve, args=(path, namespace))
+            thread.start()
+            session.attach(wait_for_connection(listener, time.monotonic() + 30))
+            echo = session.lookup(["echo"])["echo"]
+            numbers.append(object.__getattribute__(echo, "_ref").id)
+            assert echo(3) == 3
+            session.end()
+            thread.join(30)
+    assert numbers[0] == numbers[1]
+    assert type(namespace[served.SERVER_NAME]) is served.Server
+    assert not [name for name, value in vars(served).items() if isinstance(value, served.Server | type(None))
+                and not name.startswith("__")]

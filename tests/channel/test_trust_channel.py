@@ -1,6 +1,6 @@
 """Nothing the kernel sends changes the grader (issue 32, items 2, 3, 4, 9 and 10), at the channel itself.
 
-Each test talks to a real ``python -m autograder.channel.served`` stand-in kernel (or drives the trusted side with frames
+Each test talks to a real ``python -m tests.stand_in_kernel`` stand-in kernel (or drives the trusted side with frames
 written by hand) and plays one attack of a student who has read the grader: the kernel's random state, values
 written back into the test's arrays, a handle posing as a tensor, a few bytes that become gigabytes, a student's
 OSError taken for the channel's failure. `tests/harness/test_trusted_oracles.py` grades submissions doing the same.
@@ -17,8 +17,9 @@ import pytest
 import torch
 
 from autograder import checks
-from autograder.channel.wire import ChannelError, Frame, Ref, recv_frame, send_frame
-from autograder.channel.handles import RemoteObject, _class_of
+from autograder.channel.wire import ChannelError, Frame, Ref, RemoteException, recv_frame, send_frame
+from autograder.channel.classes import RemoteError, StudentClasses
+from autograder.channel.handles import RemoteObject
 from autograder.channel.session import Session
 from autograder.channel.tensors import TrustedStorages
 
@@ -136,11 +137,27 @@ def test_a_handle_cannot_claim_to_be_a_parameter(student) -> None:
         assert not isinstance(poser, torch.Tensor) and not isinstance(poser, np.ndarray)
         with pytest.raises(checks.CheckFailed, match="should be a torch.Tensor"):
             checks.expect_tensor(poser, "the cache's keys")
+    classes = StudentClasses()
     for name in ("torch.nn.parameter.Parameter", "torch.nn.parameter.Buffer", "torch.Tensor", "numpy.ndarray",
                  "torch.nn.modules.linear.Linear"):
-        claimed = _class_of(Ref("sandbox", 1, name, (name,), False))
+        claimed = classes.of(Ref("sandbox", 1, name, (name,), False))
         assert not issubclass(claimed, (torch.Tensor, np.ndarray)), name
-    assert _class_of(Ref("sandbox", 1, "torch.nn.modules.linear.Linear", (), True)) is torch.nn.Linear
+    assert classes.of(Ref("sandbox", 1, "torch.nn.modules.linear.Linear", (), True)) is torch.nn.Linear
+
+
+def test_the_classes_one_kernel_names_end_with_its_session() -> None:
+    """A class the grader makes for a student's exception or module is its session's: made once there (so that
+    ``except`` and ``isinstance`` see one class), never kept by the worker for the next student's notebook."""
+    error = RemoteException("Overflowing", "too much", ("builtins.ValueError",))
+    module = Ref("sandbox", 1, "notebook.Attention", ("torch.nn.modules.module.Module",), True)
+    first, second = Session(5), Session(5)
+    raised = first.classes.exception(error)
+    assert isinstance(raised, ValueError) and isinstance(raised, RemoteError) and str(raised) == "too much"
+    assert type(first.classes.exception(error)) is type(raised)
+    assert type(second.classes.exception(error)) is not type(raised)
+    assert first.classes.of(module) is first.classes.of(module)
+    assert second.classes.of(module) is not first.classes.of(module)
+    assert issubclass(second.classes.of(module), torch.nn.Module)
 
 
 # -- item 9: work amplification ----------------------------------------------------------------------------------

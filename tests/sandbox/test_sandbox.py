@@ -190,9 +190,9 @@ def test_the_sandbox_has_no_network_and_its_own_processes(tmp_path) -> None:
 
 def test_an_environment_under_tmp_stays_visible(monkeypatch, tmp_path) -> None:
     # CI may clone the course (and its .venv) under /tmp: the private /tmp must be mounted before it is bound.
-    from autograder.sandbox import bwrap as sandbox
+    from autograder.sandbox import filesystem
 
-    monkeypatch.setattr(sandbox, "_python_dirs", lambda: ["/tmp/checkout/.venv"])
+    monkeypatch.setattr(filesystem, "python_dirs", lambda: ["/tmp/checkout/.venv"])
     args = command(tmp_path, tmp_path, Limits(), {}, ["python"])
     binds = [i for i, arg in enumerate(args) if arg == "/tmp/checkout/.venv" and args[i - 1] == "--ro-bind"]
     assert binds and args.index("--tmpfs") < binds[0], "the private /tmp would hide the interpreter under /tmp"

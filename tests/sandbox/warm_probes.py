@@ -149,9 +149,9 @@ seen["kill_all"] = outcome(lambda: os.kill(-1, signal.SIGKILL))
 # C1: leave every trace a forked process could leave in its parent, and check that its own patch took.
 PATCHES = '''import json, os, sys
 from pathlib import Path
-import numpy, autograder.checks as checks
+import numpy, autograder.checks as checks, autograder.harness.check_values as check_values
 numpy.allclose = lambda *args, **kwargs: True
-checks._GUARDED_NUMPY["allclose"] = numpy.allclose
+check_values.GUARDED_NUMPY = {"allclose": numpy.allclose}
 checks.LEAKED = True
 sys.modules["warm_leak"] = checks
 os.environ["WARM_LEAK"] = "1"
@@ -163,10 +163,10 @@ Path(os.environ["HOME"], "seen.json").write_text(json.dumps({"allclose_0_1": boo
 # C2: what the next kernel of the same zygote finds.
 LOOKS = '''import json, os, sys
 from pathlib import Path
-import numpy, autograder.checks as checks
+import numpy, autograder.checks as checks, autograder.harness.check_values as check_values
 Path(os.environ["HOME"], "seen.json").write_text(json.dumps({
     "allclose_0_1": bool(numpy.allclose([0.0], [1.0])),
-    "guarded_is_numpy": checks._GUARDED_NUMPY["allclose"] is numpy.allclose,
+    "guarded_is_numpy": check_values.GUARDED_NUMPY["allclose"] is numpy.allclose,
     "checks_patched": hasattr(checks, "LEAKED"), "module": "warm_leak" in sys.modules,
     "env": "WARM_LEAK" in os.environ,
     "files": [p for p in ("/tmp/warm-leak", "/dev/shm/warm-leak") if os.path.exists(p)]}))
