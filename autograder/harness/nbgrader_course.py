@@ -75,9 +75,10 @@ def _job_log() -> logging.Logger:
     return log
 
 
-def run_converter(converter_class, config, assignment: str, student: str | None = None) -> str:
+def run_converter(converter_class, config, assignment: str, student: str | None = None, **traits: object) -> str:
     """Run an nbgrader converter (Autograde, GenerateFeedback, GenerateAssignment) in this process; returns its
-    error log ('' when it succeeded)."""
+    error log ('' when it succeeded). ``traits`` are set on the converter as they are (a configured value is
+    copied: an object that holds a job's state, such as a preprocessor instance, is given here)."""
     from nbgrader.coursedir import CourseDirectory
 
     config.CourseDirectory.assignment_id = assignment
@@ -87,7 +88,7 @@ def run_converter(converter_class, config, assignment: str, student: str | None 
     stream = log.handlers[0].stream
     stream.seek(0)
     stream.truncate()
-    converter = converter_class(coursedir=CourseDirectory(config=config), config=config)
+    converter = converter_class(coursedir=CourseDirectory(config=config), config=config, **traits)
     converter.log = log
     try:
         converter.start()
