@@ -232,8 +232,8 @@ home = Path(sys.argv[1])
 program = [sys.executable, "-m", "hog"]
 child = subprocess.Popen(command(home, home, Limits(), environment(home, Limits(), ()), program))
 for _ in range(600):
-    TARGET.pid = kernel_pid(child.pid, "hog")
-    if TARGET.pid:
+    TARGET.set(kernel_pid(child.pid, "hog"))
+    if TARGET.get():
         break
     time.sleep(0.1)
 with peak_memory() as peak:

@@ -18,7 +18,8 @@ reads the assignment's cells from the gradebook (the course's sources, never the
   running, with a `autograder.sandbox.rules.RULE_ERROR` that names the rule and the line.
 
 The cell's outputs then go through nbgrader as before, which scores the cell from them. While a test
-cell runs, `autograder.measure.TARGET` is the kernel's process, so ``peak_memory`` measures it.
+cell runs, `autograder.measure.TARGET` is the kernel's process (set for the cell, then reset), so ``peak_memory``
+measures it.
 """
 
 from __future__ import annotations
@@ -140,7 +141,6 @@ class TrustedExecute(Execute):
             return super().preprocess(nb, resources, km)
         finally:
             self.session.end()
-            measure.TARGET.pid = None
 
     async def async_execute_cell(self, cell, cell_index, execution_count=None, store_history=True):  # noqa: ANN001, ANN201
         grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
@@ -225,10 +225,13 @@ class TrustedExecute(Execute):
                 connection.setblocking(True)
                 self.session.attach(connection)
                 session = self.session
-                measure.TARGET.pid = self.kernel_pid or measure.UNKNOWN
             else:
                 accepting.cancel()
-            run = self.trusted.run_test(cell.source, grade_id, session)
+            target = measure.TARGET.set(self.kernel_pid or measure.UNKNOWN)  # what ``peak_memory`` measures
+            try:
+                run = self.trusted.run_test(cell.source, grade_id, session)
+            finally:
+                measure.TARGET.reset(target)
             self.session.end()
             if not serving.done():
                 await serving

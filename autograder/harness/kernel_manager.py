@@ -1,8 +1,8 @@
 """`SandboxKernelManager`: the kernel manager of the worker's kernels, set as nbclient's ``kernel_manager_class``.
 
 `autograder.harness.execute.TrustedExecute` makes one per notebook (nbclient's `create_kernel_manager`) and hands
-it the job's sandbox: ``warm``, the job's warm start (`autograder.sandbox.zygote_client.WarmLaunch`: the kernel is forked
-by the zygote instead of launched from the kernelspec's command), and ``home``, how the worker reaches a
+it the job's sandbox: ``warm``, the job's warm start (`autograder.sandbox.zygote_client.WarmLaunch`: the kernel is
+forked by the zygote instead of launched from the kernelspec's command), and ``home``, how the worker reaches a
 sandboxed kernel's home (`autograder.sandbox.home.KernelHome`: nothing connects to the kernel's sockets before
 its home is its own tmpfs; how full it was left is noted before its sockets are removed). The manager keeps
 when it launched the kernel (``launched``) and finds the kernel's process (`kernel_pid`).
@@ -59,7 +59,7 @@ class SandboxKernelManager(AsyncKernelManager):
             await super()._async_launch_kernel(kernel_cmd, **kw)
             process = self.provisioner.process
             self._find_pid = lambda: kernel_pid(process.pid)  # bwrap's, then the kernel's
-        else:  # forked by the zygote, held by the provisioner as its process (`autograder.sandbox.zygote_client.WarmKernel`)
+        else:  # forked by the zygote, held by the provisioner as its process (`zygote_client.WarmKernel`)
             process = self.warm.spawn(self.connection_file)
             self.provisioner.process, self.provisioner.pid, self.provisioner.pgid = process, None, None
             self._reconcile_connection_info(self.provisioner.connection_info)

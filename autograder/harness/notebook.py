@@ -234,9 +234,10 @@ def _grade(job: Job, notebooks: dict[str, bytes | None], workdir: Path, home: Pa
     started = time.time()
     config = grading_config(course, db_url, limits.cell_seconds, home, sockets, channel, job.hidden_key,
                             template.forbid)
-    executor = TrustedExecute(config=config, warm=warm, home=view)
-    error_log = run_converter(Autograde, config, assignment, STUDENT, autograde_preprocessors=[
-        executor if step is Execute else step for step in Autograde.class_traits()["autograde_preprocessors"].default()])
+    executor = TrustedExecute(config=config, warm=warm, home=view)  # this job's: it keeps the job's `Spent`
+    steps = Autograde.class_traits()["autograde_preprocessors"].default()
+    error_log = run_converter(Autograde, config, assignment, STUDENT,
+                              autograde_preprocessors=[executor if step is Execute else step for step in steps])
     clock = JobClock(started, time.time())
     if zygote is not None and not zygote.alive:  # no submission can reach the zygote: the grader's failure
         return Result("failed", "the warm process of this assignment died while grading it (it is graded again on "

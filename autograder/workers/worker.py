@@ -16,7 +16,6 @@ import resource
 import sys
 from pathlib import Path
 
-from autograder.harness.nbgrader_course import use_inprocess_alembic
 from autograder.harness.notebook import generate, grade_submission
 from autograder.records import GenerateJob, Result, read_job
 from autograder.sandbox.guards import die_with_parent, watch_parent
@@ -37,10 +36,9 @@ def run_job(line: str, zygotes: ZygoteClients) -> Result:
 
 
 def prepare() -> None:
-    """Import nbgrader's converters (once, before the first job) and read alembic's schema version here."""
+    """Import what every job needs (once, before the first job): nbgrader's converters, the database layer."""
     import nbgrader.converters  # noqa: F401
-
-    use_inprocess_alembic()
+    import alembic.script  # noqa: F401
 
 
 def run() -> None:
