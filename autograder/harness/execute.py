@@ -1,7 +1,7 @@
 """nbgrader's Execute, with every test cell run by the trusted harness instead of the student's kernel.
 
-`TrustedExecute` replaces nbgrader's `Execute` in Autograde's preprocessors (`autograder.harness.notebook`), with
-`autograder.harness.kernel_manager.SandboxKernelManager` as its ``kernel_manager_class``. It
+`TrustedExecute` replaces nbgrader's `Execute` in Autograde's preprocessors (`autograder.harness.notebook`, one
+instance per job), with `autograder.harness.kernel_manager.SandboxKernelManager` as its ``kernel_manager_class``. It
 reads the assignment's cells from the gradebook (the course's sources, never the student's copy):
 
 - a test cell (visible or hidden) runs here, in `autograder.harness.graded_cells.TrustedCells`. Meanwhile the

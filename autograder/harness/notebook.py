@@ -1,4 +1,4 @@
-"""Grade one submission with nbgrader in a sandboxed kernel: `grade_submission`, and the worker process around it.
+"""Grade one submission with nbgrader in a sandboxed kernel: `grade_submission` (and `generate`, a template).
 
 `grade_submission(job, notebooks)` is the one entry point that grades a job (`autograder.records.Job`:
 the assignment's template folder, the limits, the modules to preload); it takes the notebooks' bytes
@@ -11,13 +11,13 @@ For each job it builds a throw-away nbgrader course: the assignment's released f
 the submission as ``submitted/student/<assignment>/`` and a copy of the template gradebook (made by
 ``nbgrader generate_assignment``, so autograde restores locked cells and hidden tests from it).
 nbgrader's Autograde runs each notebook in a sandboxed kernel whose only writable folder is the kernel's
-home (a tmpfs as large as the disk limit, which the worker reaches by a descriptor: `autograder.sandbox.home`): forked warm
-by the zygote of the job's preload set (`autograder.sandbox.warm`, `autograder.sandbox.zygote`; its home under the
-zygote's folder of homes), or cold, inside bubblewrap (`autograder.sandbox.bwrap`; its home the job's
+home (a tmpfs as large as the disk limit, which the worker reaches by a descriptor: `autograder.sandbox.home`):
+forked warm by the zygote of the job's preload set (`autograder.sandbox.zygote_client`, `autograder.sandbox.zygote`;
+its home under the zygote's folder of homes), or cold, inside bubblewrap (`autograder.sandbox.bwrap`; its home the job's
 ``kernel/``). Its test cells run elsewhere: `autograder.harness.execute.TrustedExecute` (in place
 of nbgrader's Execute) runs them here, in this worker, where no student code ever runs, reaching the
-notebook's names through the channel (`autograder.channel.session`). The scores are read back from the gradebook, hidden
-test code is removed, outputs shortened and nbgrader's GenerateFeedback writes the HTML.
+notebook's names through the channel (`autograder.channel.session`). The scores are read back from the gradebook,
+hidden test code is removed, outputs shortened and nbgrader's GenerateFeedback writes the HTML.
 
 The worker process around it is `autograder.workers.worker`. nbgrader is configured, not patched: our
 `TrustedExecute` takes the place of nbgrader's Execute in Autograde's preprocessors, one instance per job

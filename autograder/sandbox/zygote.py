@@ -7,8 +7,8 @@ plus JOBS, the folder that holds the kernels' homes, CHANNELS, read-only, the gr
 channel folders (`autograder.sandbox.bwrap.Channel`), and without bubblewrap's ban on new user namespaces).
 It imports ``AUTOGRADER_PRELOAD`` and ipykernel's modules (`autograder.sandbox.kernel.preload`: no
 torch operation runs here, so no thread pool exists to break in a fork), then accepts the workers on
-the listening socket FD (`autograder.sandbox.warm.ZygoteClient`), says `Ready` to each and serves its requests
-(`autograder.sandbox.zygote_protocol`):
+the listening socket FD (`autograder.sandbox.zygote_client.ZygoteClient`), says `Ready` to each and serves its
+requests (`autograder.sandbox.zygote_protocol`):
 
 - `KernelRequest`: fork a kernel; answered `Spawned`, then `Exited` with its status;
 - `Kill`: kill that kernel and everything it started.
@@ -41,7 +41,7 @@ import socket
 import sys
 import time
 import traceback
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from autograder.sandbox import namespaces as ns
 from autograder.sandbox.home import mount_home
@@ -186,6 +186,14 @@ def _guarded(step, *args) -> int:  # noqa: ANN001 - one of the steps above
         return SETUP_FAILED
 
 
+@dataclass(frozen=True)
+class Child:
+    """A kernel this zygote forked: the worker's connection that asked for it and its request's id."""
+
+    connection: socket.socket
+    request: int
+
+
 class ZygoteServer:
     """The serving loop (module docstring): workers connect to ``listener``; each connection's requests are
     answered on it, and its kernels are killed when it closes (its worker ended)."""
@@ -193,7 +201,7 @@ class ZygoteServer:
     def __init__(self, listener: socket.socket, jobs: str, channels: str, hello: Ready, rules: object | None):
         """``rules``: what `autograder.sandbox.kernel.preload` returned, held while this process and its forks live."""
         self.listener, self.jobs, self.channels, self.hello, self.rules = listener, jobs, channels, hello, rules
-        self.children: dict[int, tuple[socket.socket, int]] = {}  # the monitor's pid -> (connection, request id)
+        self.children: dict[int, Child] = {}  # by the monitor's pid
         self.received: dict[socket.socket, Lines] = {}
         self.wake_read, self._wake_write = socket.socketpair()
         self._wake_write.setblocking(False)
@@ -216,14 +224,14 @@ class ZygoteServer:
             signal.set_wakeup_fd(-1)
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)
             os._exit(_guarded(_monitor, request, self.jobs, self.channels, times))
-        self.children[pid] = (connection, request.id)
+        self.children[pid] = Child(connection, request.id)
         self.send(connection, Spawned(request.id))
 
     def kill(self, connection: socket.socket, request_id: int | None = None) -> None:
         """Kill that connection's kernel ``request_id`` (all of its kernels when None): init dies with its
         monitor (its parent-death signal), and the kernel's namespace with init."""
-        for pid, (given, number) in self.children.items():
-            if given is connection and request_id in (None, number):
+        for pid, child in self.children.items():
+            if child.connection is connection and request_id in (None, child.request):
                 os.kill(pid, signal.SIGKILL)
 
     def reap(self) -> None:
@@ -232,8 +240,8 @@ class ZygoteServer:
             if pid == 0:
                 return
             if pid in self.children:
-                connection, number = self.children.pop(pid)
-                self.send(connection, Exited(number, _exit_code(status)))
+                child = self.children.pop(pid)
+                self.send(child.connection, Exited(child.request, _exit_code(status)))
 
     def receive(self, connection: socket.socket) -> None:
         data = connection.recv(1 << 16)

@@ -1,5 +1,6 @@
-"""The messages between a worker (`autograder.sandbox.warm.ZygoteClient`) and the zygote (`autograder.sandbox.zygote`),
-one JSON line each, ``{"<tag>": {<the record's fields>}}``, written by `encode` and read by `Lines`:
+"""The messages between a worker (`autograder.sandbox.zygote_client.ZygoteClient`) and the zygote
+(`autograder.sandbox.zygote`), one JSON line each, ``{"<tag>": {<the record's fields>}}``, written by `encode` and
+read by `Lines`:
 
 - the zygote to each worker that connects: `Ready` (it has imported its modules);
 - the worker: `KernelRequest` (fork a kernel), `Kill` (kill that kernel and everything it started);
