@@ -131,6 +131,23 @@ def test_nbgrader_runs_our_kernel_manager_through_its_trait() -> None:
     assert executor.spent == Spent() and executor.spent is not TrustedExecute(config=Config()).spent
 
 
+def test_the_job_kernelspec_is_found_in_its_own_folder_not_through_the_environment(tmp_path: Path,
+                                                                                   monkeypatch) -> None:
+    """The kernel manager looks up the job's kernelspec in the folder it is configured with; the worker's
+    environment (JUPYTER_PATH) is neither read for it nor changed."""
+    from traitlets.config import Config
+
+    from autograder.sandbox.bwrap import KERNEL_NAME, write_kernelspec
+
+    ours = write_kernelspec(tmp_path / "job", ["ours", "{connection_file}"]) / "kernels"
+    monkeypatch.setenv("JUPYTER_PATH", str(write_kernelspec(tmp_path / "elsewhere", ["theirs"])))
+    config = Config()
+    config.SandboxKernelManager.kernelspecs = str(ours)
+    manager = TrustedExecute(config=config, kernel_name=KERNEL_NAME).create_kernel_manager()
+    assert manager.kernel_spec.argv == ["ours", "{connection_file}"]
+    assert os.environ["JUPYTER_PATH"] == str(tmp_path / "elsewhere")
+
+
 REQUEST = KernelRequest(3, "ag0123456789ab", "/h", "/h/work", "/tmp/l", "/h/c.json", "{}", {"A": "b"}, "/c", "/tmp/c")
 
 

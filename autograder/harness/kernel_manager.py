@@ -5,7 +5,8 @@ it the job's sandbox: ``warm``, the job's warm start (`autograder.sandbox.zygote
 forked by the zygote instead of launched from the kernelspec's command), and ``home``, how the worker reaches a
 sandboxed kernel's home (`autograder.sandbox.home.KernelHome`: nothing connects to the kernel's sockets before
 its home is its own tmpfs; how full it was left is noted before its sockets are removed). The manager keeps
-when it launched the kernel (``launched``) and finds the kernel's process (`kernel_pid`).
+when it launched the kernel (``launched``) and finds the kernel's process (`kernel_pid`). Its kernelspec is looked
+up in the job's own folder (``kernelspecs``, configured), not through the process's environment.
 """
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from jupyter_client.asynchronous import AsyncKernelClient
+from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import AsyncKernelManager
-from traitlets import Instance, Type
+from traitlets import Instance, Type, Unicode, default
 
 from autograder.harness.kernel_client import ReadyKernelClient
 from autograder.sandbox.home import KernelHome
@@ -49,9 +51,17 @@ class SandboxKernelManager(AsyncKernelManager):
     client_factory = Type(ReadyKernelClient, klass=AsyncKernelClient)
     warm = Instance(WarmLaunch, allow_none=True, help="The job's warm start; None: launch the kernelspec's command")
     home = Instance(KernelHome, allow_none=True, help="The sandboxed kernel's home; None: no sandbox")
+    kernelspecs = Unicode("", help="The folder of the job's kernelspecs (`autograder.sandbox.bwrap.write_kernelspec`'s "
+                                   "``kernels``), the only one searched; '': Jupyter's usual folders").tag(config=True)
 
     launched: float | None = None  # when the kernel was launched (time.time())
     _find_pid: Callable[[], int | None] | None = None
+
+    @default("kernel_spec_manager")
+    def _kernel_spec_manager_default(self) -> KernelSpecManager:
+        if not self.kernelspecs:
+            return super()._kernel_spec_manager_default()
+        return KernelSpecManager(data_dir=self.data_dir, kernel_dirs=[self.kernelspecs])
 
     async def _async_launch_kernel(self, kernel_cmd: list[str], **kw: object) -> None:
         self.launched = time.time()

@@ -27,7 +27,6 @@ The worker process around it is `autograder.workers.worker`. nbgrader is configu
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import sys
@@ -173,7 +172,8 @@ def grade_submission(job: Job, notebooks: dict[str, bytes | None], zygotes: Zygo
     limits, the modules to preload and whether to sandbox the kernel (``isolate`` False: resource limits
     only); ``zygotes``: the worker's connections to the zygotes, kept from job to job (None: a new one).
     Returns the `Result`: ``graded`` (its cells, timings and feedback pages) or ``failed``.
-    Not thread-safe (it sets JUPYTER_PATH for nbgrader): one job at a time per process.
+    One job at a time per process (nbgrader's error log, `autograder.harness.nbgrader_course.run_converter`, is
+    the process's).
     """
     workdir = Path(tempfile.mkdtemp(prefix="job-", dir=job.scratch or None))
     zygote = _zygote(job, zygotes or ZygoteClients())
@@ -224,9 +224,7 @@ def _grade(job: Job, notebooks: dict[str, bytes | None], workdir: Path, home: Pa
     prepare_home(home)
     argv, env = kernel_argv(home, home / "work", limits, template.preload, job.isolate, sockets, channel,
                             template.packages, template.forbid)
-    given = os.environ.setdefault("AUTOGRADER_JUPYTER_PATH", os.environ.get("JUPYTER_PATH", ""))
-    os.environ["JUPYTER_PATH"] = os.pathsep.join(filter(None, [str(write_kernelspec(workdir / "jupyter", argv, env)),
-                                                               given]))
+    kernelspecs = write_kernelspec(workdir / "jupyter", argv, env) / "kernels"
     from nbgrader.converters import GenerateFeedback
 
     warm = None if zygote is None else WarmLaunch(zygote, home, home / "work", sockets, limits,
@@ -234,6 +232,7 @@ def _grade(job: Job, notebooks: dict[str, bytes | None], workdir: Path, home: Pa
     started = time.time()
     config = grading_config(course, db_url, limits.cell_seconds, home, sockets, channel, job.hidden_key,
                             template.forbid)
+    config.SandboxKernelManager.kernelspecs = str(kernelspecs)
     executor = TrustedExecute(config=config, warm=warm, home=view)  # this job's: it keeps the job's `Spent`
     steps = Autograde.class_traits()["autograde_preprocessors"].default()
     error_log = run_converter(Autograde, config, assignment, STUDENT,
