@@ -5,8 +5,8 @@ code (``/proc/PID/clear_refs``), and afterwards ``peak.bytes`` is how far its re
 above what it held when the block began (``VmHWM`` minus ``VmRSS``, from ``/proc/PID/status``), and
 ``peak.retained`` how much more it still held when the block ended (what an object built in the block keeps).
 Under trusted scoring that process is the sandboxed kernel and the block runs in the harness
-(`autograder.harness.execute` sets `TARGET`), so no student code can change the figure. Run in the
-kernel itself (plain ``nbgrader autograde``, the student's own notebook) it measures itself.
+(`autograder.harness.execute` sets `TARGET` while a test cell runs), so no student code can change the figure.
+Run in the kernel itself (plain ``nbgrader autograde``, the student's own notebook) it measures itself.
 
 The kernel's allocator returns large blocks to the system at once (``MALLOC_MMAP_THRESHOLD_``, set by
 `autograder.sandbox.bwrap`), so memory freed before the block does not hide memory used in it.
@@ -17,22 +17,15 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 
-
-@dataclass
-class Target:
-    """The process whose memory is measured: None means this one; `UNKNOWN` that the grader could not find
-    the kernel's process (then `peak_memory` raises rather than measure the wrong one)."""
-
-    pid: int | None = None
-
-
 UNKNOWN = -1
-
-
-TARGET = Target()
+# The process whose memory is measured, in the running context (set, then reset, by whoever runs the test): None
+# means this one; `UNKNOWN` that the grader could not find the kernel's process (then `peak_memory` raises
+# rather than measure the wrong one).
+TARGET: ContextVar[int | None] = ContextVar("autograder.measure.TARGET", default=None)
 
 
 @dataclass
@@ -54,9 +47,10 @@ def _status_kib(pid: int, field: str) -> int:
 @contextmanager
 def peak_memory() -> Iterator[Peak]:
     """Measure how far the student's process's resident memory rises during the block."""
-    if TARGET.pid == UNKNOWN:
+    target = TARGET.get()
+    if target == UNKNOWN:
         raise RuntimeError("the grader could not find the kernel's process, so it cannot measure its memory")
-    pid = TARGET.pid or os.getpid()
+    pid = target or os.getpid()
     Path(f"/proc/{pid}/clear_refs").write_text("5")
     start = _status_kib(pid, "VmRSS")
     peak = Peak()

@@ -100,7 +100,7 @@ def run_notebook(stand_in: StandIn, assignment: str, replacements: dict[str, str
     trusted = TrustedCells(answer_names([source for meta, source in cells if meta.get("solution")]),
                            namespace={"__name__": "__main__", HIDDEN_KEY: hidden_key})
     session = stand_in.session()
-    measure.TARGET.pid = stand_in.process.pid
+    measure.TARGET.set(stand_in.process.pid)
     results = []
     for meta, source in cells:
         grade_id = meta.get("grade_id", "")

@@ -1,6 +1,7 @@
 """nbgrader's Execute, with every test cell run by the trusted harness instead of the student's kernel.
 
-`TrustedExecute` replaces nbgrader's `Execute` in Autograde's preprocessors (`autograder.harness.notebook`). It
+`TrustedExecute` replaces nbgrader's `Execute` in Autograde's preprocessors (`autograder.harness.notebook`, one
+instance per job), with `autograder.harness.kernel_manager.SandboxKernelManager` as its ``kernel_manager_class``. It
 reads the assignment's cells from the gradebook (the course's sources, never the student's copy):
 
 - a test cell (visible or hidden) runs here, in `autograder.harness.graded_cells.TrustedCells`. Meanwhile the
@@ -17,7 +18,8 @@ reads the assignment's cells from the gradebook (the course's sources, never the
   running, with a `autograder.sandbox.rules.RULE_ERROR` that names the rule and the line.
 
 The cell's outputs then go through nbgrader as before, which scores the cell from them. While a test
-cell runs, `autograder.measure.TARGET` is the kernel's process, so ``peak_memory`` measures it.
+cell runs, `autograder.measure.TARGET` is the kernel's process (set for the cell, then reset), so ``peak_memory``
+measures it.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from nbclient.exceptions import DeadKernelError
 from nbclient.util import run_sync
 from nbgrader.api import Gradebook
 from nbgrader.preprocessors import Execute
-from traitlets import List, Unicode
+from traitlets import Instance, List, Unicode
 
 from autograder import measure
 
@@ -43,6 +45,9 @@ from autograder.sandbox.limits import Limits
 from autograder.channel.session import Session
 from autograder.harness.hidden_seed import HIDDEN_KEY
 from autograder.harness.graded_cells import CellKind, CellRun, TrustedCells, answer_names, cell_kind
+from autograder.harness.kernel_manager import SandboxKernelManager
+from autograder.sandbox.home import KernelHome
+from autograder.sandbox.zygote_client import WarmLaunch
 
 DIED = "DeadKernelError"
 SERVE = "__import__('autograder.channel.served').channel.served.serve({path!r}, globals())"
@@ -51,17 +56,12 @@ SOCKET_UMASK = 0o111  # the channel's socket is made 0666: the kernel, another u
 
 @dataclass
 class Spent:
-    """Seconds the notebooks of one job spent in test cells (here) and in every other code cell (in the kernel);
-    the worker clears it before each job (`autograder.harness.notebook`)."""
+    """Seconds the notebooks of one job spent in test cells (here) and in every other code cell (in the kernel),
+    and when the job's first kernel was launched (`autograder.harness.kernel_manager.SandboxKernelManager`)."""
 
     tests: float = 0.0
     cells: float = 0.0
-
-    def clear(self) -> None:
-        self.tests = self.cells = 0.0
-
-
-SPENT = Spent()
+    launched: float | None = None
 
 
 @dataclass(frozen=True)
@@ -87,23 +87,6 @@ def read_plan(db_url: str, notebook: str, assignment: str) -> Plan:
     return Plan(tests, given, names)
 
 
-def kernel_pid(root: int, module: str = "autograder.sandbox.kernel") -> int | None:
-    """The kernel's process among ``root`` (bwrap, or the kernel itself) and its descendants, as this machine
-    numbers it: the one started as ``python -m autograder.sandbox.kernel`` (bwrap's own command line names the module
-    too, further on). Called before any student code has run."""
-    pending = [root]
-    while pending:
-        pid = pending.pop()
-        try:
-            if Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[1:3] == [b"-m", module.encode()]:
-                return pid
-            for task in Path(f"/proc/{pid}/task").glob("*"):
-                pending += [int(c) for c in (task / "children").read_text().split()]
-        except OSError:
-            continue
-    return None
-
-
 def _outputs(run: CellRun) -> list:
     outputs = []
     if run.stdout:
@@ -126,6 +109,23 @@ class TrustedExecute(Execute):
     hidden_key = Unicode("", help="The hand-in's key (`autograder.grading.secret`), bound in the test cells' namespace "
                                   "for `autograder.checks.hidden_seed`; '' keeps the hidden tests' fixed "
                                   "seeds.").tag(config=True)
+    warm = Instance(WarmLaunch, allow_none=True, help="The job's warm start (None: a cold kernel), handed to its "
+                                                      "kernel manager")
+    home = Instance(KernelHome, allow_none=True, help="How this worker reaches the sandboxed kernel's home (None: no "
+                                                      "sandbox), handed to its kernel manager")
+
+    def __init__(self, **kwargs: object) -> None:
+        """The kernel manager class is `SandboxKernelManager` unless one is given (nbgrader's Execute passes its own
+        as a keyword, which a configured value would not override)."""
+        kwargs.setdefault("kernel_manager_class", SandboxKernelManager)
+        super().__init__(**kwargs)
+        self.spent = Spent()  # the whole job's: one instance runs each of its notebooks
+
+    def create_kernel_manager(self) -> SandboxKernelManager:
+        """nbclient's kernel manager, given the job's warm start and kernel home."""
+        km = super().create_kernel_manager()
+        km.warm, km.home = self.warm, self.home
+        return km
 
     def preprocess(self, nb, resources, km=None):  # noqa: ANN001, ANN201 - nbconvert's signature
         info = resources["nbgrader"]
@@ -142,17 +142,14 @@ class TrustedExecute(Execute):
             return super().preprocess(nb, resources, km)
         finally:
             self.session.end()
-            measure.TARGET.pid = None
 
     async def async_execute_cell(self, cell, cell_index, execution_count=None, store_history=True):  # noqa: ANN001, ANN201
         grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
         if not self.looked_for_kernel:  # before the first cell: no student code has run yet
             self.looked_for_kernel = True
-            process = getattr(self.km.provisioner, "process", None)
-            if hasattr(process, "kernel_pid"):  # a warm kernel (`autograder.sandbox.warm.WarmKernel`)
-                self.kernel_pid = process.kernel_pid()
-            else:
-                self.kernel_pid = kernel_pid(process.pid) if process is not None else None
+            self.kernel_pid = self.km.kernel_pid()
+            if self.spent.launched is None:
+                self.spent.launched = self.km.launched
         if cell.cell_type != "code":
             return await super().async_execute_cell(cell, cell_index, execution_count, store_history)
         if grade_id in self.plan.tests:
@@ -166,14 +163,14 @@ class TrustedExecute(Execute):
         try:
             if grade_id in self.plan.tests:
                 await self._run_test(cell, cell_index, grade_id)
-                SPENT.tests += time.perf_counter() - began
+                self.spent.tests += time.perf_counter() - began
                 return cell
             if grade_id in self.plan.given:
                 self.trusted.run_given(cell.source, grade_id)
             else:
                 self._read_rules(cell.source)
             executed = await super().async_execute_cell(cell, cell_index, execution_count, store_history)
-            SPENT.cells += time.perf_counter() - began
+            self.spent.cells += time.perf_counter() - began
             return executed
         except DeadKernelError:
             self.died = (f"the kernel died in cell '{grade_id or cell_index}' (a memory or CPU time limit, or the "
@@ -229,10 +226,13 @@ class TrustedExecute(Execute):
                 connection.setblocking(True)
                 self.session.attach(connection)
                 session = self.session
-                measure.TARGET.pid = self.kernel_pid or measure.UNKNOWN
             else:
                 accepting.cancel()
-            run = self.trusted.run_test(cell.source, grade_id, session)
+            target = measure.TARGET.set(self.kernel_pid or measure.UNKNOWN)  # what ``peak_memory`` measures
+            try:
+                run = self.trusted.run_test(cell.source, grade_id, session)
+            finally:
+                measure.TARGET.reset(target)
             self.session.end()
             if not serving.done():
                 await serving

@@ -10,7 +10,6 @@ what the student wrote (`autograder.harness.safe_html`: shown as text or safe HT
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Any
 
 import nbformat

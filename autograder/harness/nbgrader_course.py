@@ -43,27 +43,32 @@ def course_config(root: Path, db_url: str, **overrides: str):
     return config
 
 
-def use_inprocess_alembic() -> None:
-    """Make nbgrader read alembic's schema version in this process instead of running the `alembic` command.
+def stamp_new_gradebook(db_url: str) -> None:
+    """Stamp the database ``db_url`` with the head revision of nbgrader's migrations when it has no table yet, as
+    nbgrader's `Gradebook` would on creating it, so that it does not.
 
-    nbgrader stamps every new gradebook with the head revision of its migrations, which it reads by
-    running `alembic heads` in a subprocess (seconds of imports, on every new gradebook). The same
-    answer comes from alembic's Python API in a fraction of a second.
+    nbgrader stamps every new gradebook with that revision, which it reads by running `alembic heads` in a
+    subprocess (seconds of imports, on every new gradebook); it skips the stamp when the database has tables.
+    The same revision comes from alembic's Python API in a fraction of a second: nbgrader is configured by the
+    database it is given, not patched.
     """
-    import nbgrader.api
+    import nbgrader
     from alembic.config import Config
     from alembic.script import ScriptDirectory
+    from sqlalchemy import create_engine, inspect, text
 
-    if getattr(nbgrader.api.get_alembic_version, "inprocess", False):
-        return
-    with nbgrader.api._temp_alembic_ini("sqlite://") as ini:
-        head = ScriptDirectory.from_config(Config(ini)).get_current_head()
-
-    def get_alembic_version() -> str:
-        return head
-
-    get_alembic_version.inprocess = True
-    nbgrader.api.get_alembic_version = get_alembic_version
+    engine = create_engine(db_url, future=True)
+    try:
+        if inspect(engine).get_table_names():
+            return
+        config = Config()
+        config.set_main_option("script_location", str(Path(nbgrader.__file__).parent / "alembic"))
+        head = ScriptDirectory.from_config(config).get_current_head()
+        with engine.begin() as connection:
+            connection.execute(text("CREATE TABLE alembic_version (version_num VARCHAR(32) NOT NULL)"))
+            connection.execute(text("INSERT INTO alembic_version (version_num) VALUES (:head)"), {"head": head})
+    finally:
+        engine.dispose()
 
 
 def _job_log() -> logging.Logger:
@@ -75,9 +80,10 @@ def _job_log() -> logging.Logger:
     return log
 
 
-def run_converter(converter_class, config, assignment: str, student: str | None = None) -> str:
+def run_converter(converter_class, config, assignment: str, student: str | None = None, **traits: object) -> str:
     """Run an nbgrader converter (Autograde, GenerateFeedback, GenerateAssignment) in this process; returns its
-    error log ('' when it succeeded)."""
+    error log ('' when it succeeded). ``traits`` are set on the converter as they are (a configured value is
+    copied: an object that holds a job's state, such as a preprocessor instance, is given here)."""
     from nbgrader.coursedir import CourseDirectory
 
     config.CourseDirectory.assignment_id = assignment
@@ -87,7 +93,7 @@ def run_converter(converter_class, config, assignment: str, student: str | None 
     stream = log.handlers[0].stream
     stream.seek(0)
     stream.truncate()
-    converter = converter_class(coursedir=CourseDirectory(config=config), config=config)
+    converter = converter_class(coursedir=CourseDirectory(config=config), config=config, **traits)
     converter.log = log
     try:
         converter.start()
@@ -103,7 +109,7 @@ def generate_assignment(assignment: str, root: Path, source_directory: str, rele
     error log ('' when it succeeded)."""
     from nbgrader.converters import GenerateAssignment
 
-    use_inprocess_alembic()  # else nbgrader runs the `alembic` command for each new gradebook
+    stamp_new_gradebook(db_url)  # else nbgrader runs the `alembic` command for a new gradebook
     config = course_config(root, db_url, source_directory=source_directory, release_directory=str(release_directory))
     config.GenerateAssignment.force = True
     return run_converter(GenerateAssignment, config, assignment)

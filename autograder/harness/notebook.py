@@ -1,4 +1,4 @@
-"""Grade one submission with nbgrader in a sandboxed kernel: `grade_submission`, and the worker process around it.
+"""Grade one submission with nbgrader in a sandboxed kernel: `grade_submission` (and `generate`, a template).
 
 `grade_submission(job, notebooks)` is the one entry point that grades a job (`autograder.records.Job`:
 the assignment's template folder, the limits, the modules to preload); it takes the notebooks' bytes
@@ -11,25 +11,23 @@ For each job it builds a throw-away nbgrader course: the assignment's released f
 the submission as ``submitted/student/<assignment>/`` and a copy of the template gradebook (made by
 ``nbgrader generate_assignment``, so autograde restores locked cells and hidden tests from it).
 nbgrader's Autograde runs each notebook in a sandboxed kernel whose only writable folder is the kernel's
-home (a tmpfs as large as the disk limit, which the worker reaches by a descriptor: `autograder.sandbox.home`): forked warm
-by the zygote of the job's preload set (`autograder.sandbox.warm`, `autograder.sandbox.zygote`; its home under the
-zygote's folder of homes), or cold, inside bubblewrap (`autograder.sandbox.bwrap`; its home the job's
+home (a tmpfs as large as the disk limit, which the worker reaches by a descriptor: `autograder.sandbox.home`):
+forked warm by the zygote of the job's preload set (`autograder.sandbox.zygote_client`, `autograder.sandbox.zygote`;
+its home under the zygote's folder of homes), or cold, inside bubblewrap (`autograder.sandbox.bwrap`; its home the job's
 ``kernel/``). Its test cells run elsewhere: `autograder.harness.execute.TrustedExecute` (in place
 of nbgrader's Execute) runs them here, in this worker, where no student code ever runs, reaching the
-notebook's names through the channel (`autograder.channel.session`). The scores are read back from the gradebook, hidden
-test code is removed, outputs shortened and nbgrader's GenerateFeedback writes the HTML.
+notebook's names through the channel (`autograder.channel.session`). The scores are read back from the gradebook,
+hidden test code is removed, outputs shortened and nbgrader's GenerateFeedback writes the HTML.
 
-`autograder.workers.pool` starts ``python -m autograder.harness.notebook`` processes, or forks them warm
-(`autograder.workers.forks`, which calls `run`): each says it is ready once nbgrader is imported, then reads one job per line (JSON, `autograder.records.Job.to_json`) on stdin and
-answers one result per line (`autograder.records.Result.to_json`).
+The worker process around it is `autograder.workers.worker`. nbgrader is configured, not patched: our
+`TrustedExecute` takes the place of nbgrader's Execute in Autograde's preprocessors, one instance per job
+(it keeps the job's `autograder.harness.execute.Spent`), and its ``kernel_manager_class``,
+`autograder.harness.kernel_manager.SandboxKernelManager`, forks or launches the kernel and records when.
 """
 
 from __future__ import annotations
 
-import json
-import os
 import re
-import resource
 import shutil
 import sys
 import tempfile
@@ -42,34 +40,30 @@ sys.modules.setdefault("rfc3987_syntax", None)
 
 import nbformat  # noqa: E402
 
+from autograder.harness.execute import TrustedExecute  # noqa: E402
 from autograder.harness.feedback import (MESSAGE_LIMIT, FeedbackExporter, cell_message, incidents,  # noqa: E402
-                                 sanitize_for_feedback, shorten, wrapped)
-from autograder.sandbox.guards import die_with_parent, read_kernel_file, watch_parent  # noqa: E402
-from autograder.sandbox.home import KernelHome, inode_count  # noqa: E402
-from autograder.harness.nbgrader_course import (course_config, generate_assignment, run_converter,  # noqa: E402
-                                         use_inprocess_alembic)  # noqa: E402
-from autograder.sandbox.limits import START_SECONDS, WORKER_HEADROOM  # noqa: E402
-from autograder.records import CellResult, GenerateJob, Job, Result, read_job  # noqa: E402
+                                         sanitize_for_feedback, shorten, wrapped)
+from autograder.harness.nbgrader_course import course_config, generate_assignment, run_converter  # noqa: E402
 from autograder.harness.safe_html import with_csp  # noqa: E402
-from autograder.sandbox.bwrap import (KERNEL_NAME, Channel, environment, kernel_argv, new_channel, prepare_home,  # noqa: E402
-                                socket_link, write_kernelspec)
-from autograder.harness.execute import SPENT, TrustedExecute, kernel_pid  # noqa: E402
-from autograder.sandbox.warm import WarmLaunch, WarmStartUnavailable, ZygoteClient, client_for  # noqa: E402
+from autograder.harness.timings import JobClock, job_timings, read_kernel_times  # noqa: E402
+from autograder.records import CellResult, GenerateJob, Job, Result  # noqa: E402
+from autograder.sandbox.bwrap import (KERNEL_NAME, Channel, environment, kernel_argv, new_channel,  # noqa: E402
+                                      prepare_home, socket_link, write_kernelspec)
+from autograder.sandbox.home import KernelHome, inode_count  # noqa: E402
+from autograder.sandbox.limits import START_SECONDS  # noqa: E402
+from autograder.sandbox.zygote_client import WarmLaunch, WarmStartUnavailable, ZygoteClient, ZygoteClients  # noqa: E402
 from nbgrader.converters import Autograde  # noqa: E402
 from nbgrader.preprocessors import Execute  # noqa: E402
 
 STUDENT = "student"
 MANUAL_PENDING = "Pending: this answer is graded by hand. Its score is not given yet (the 0 shown is not final)."
-_launches: list[float] = []
-_homes: list[KernelHome] = []  # this job's kernel home, when sandboxed: reached once the kernel has mounted it
-_warm: list[WarmLaunch] = []  # this job's warm start, if it has one: its kernel is forked, not launched
 
 
 def grading_config(course: Path, db_url: str, cell_timeout: int, home: Path, sockets: Path, channel: Channel,
-                   hidden_key: str = ""):
+                   hidden_key: str = "", forbid: tuple[str, ...] = ()):
     """nbgrader's config for one job's throw-away course: the sandbox kernel, its connection file in ``home``,
     reached over Unix sockets in ``sockets`` (a short link to ``home``: `autograder.sandbox.bwrap.socket_link`); the
-    trusted harness's sockets in ``channel``."""
+    trusted harness's sockets in ``channel``, the hand-in's key and the chapter's rules."""
     config = course_config(course, db_url, source_directory="source", submitted_directory="submitted",
                            autograded_directory="autograded", feedback_directory="feedback")
     config.Execute.timeout = cell_timeout
@@ -85,11 +79,9 @@ def grading_config(course: Path, db_url: str, cell_timeout: int, home: Path, soc
     # nbgrader's LimitOutput keeps at most this many lines of each output in the autograded notebook (what this
     # worker holds and the messages are read from); `autograder.harness.feedback.sanitize_for_feedback` then cuts
     # each remaining output to characters for the student's page (a line can be as long as a whole flood).
-    config.Autograde.autograde_preprocessors = [
-        TrustedExecute if step is Execute else step
-        for step in Autograde.class_traits()["autograde_preprocessors"].default()]
     config.TrustedExecute.channel_folder = str(channel.link)
     config.TrustedExecute.hidden_key = hidden_key
+    config.TrustedExecute.forbid = list(forbid)
     config.GenerateFeedback.exporter_class = FeedbackExporter
     config.LimitOutput.max_lines = 200
     config.LimitOutput.max_traceback = 60
@@ -155,51 +147,6 @@ def _read_scores(db_url: str, assignment: str, notebooks: list[str], course: Pat
     return tuple(cells)
 
 
-def _record_launches() -> None:
-    """nbgrader's kernel manager, subclassed once per process: note when each kernel is launched, fork a warm one
-    (`autograder.sandbox.warm.WarmLaunch`), reach a sandboxed kernel's home (`autograder.sandbox.home.KernelHome`) before
-    anything connects to it, and note how full it was left before its sockets are removed."""
-    import nbgrader.preprocessors.execute as execute
-    from jupyter_client.asynchronous import AsyncKernelClient
-    from jupyter_client.utils import run_sync
-    from traitlets import Type
-
-    from autograder.harness.kernel_client import ReadyKernelClient
-
-    if getattr(execute.AsyncKernelManager, "records_launches", False):
-        return
-
-    class LaunchTimedKernelManager(execute.AsyncKernelManager):
-        records_launches = True
-        client_factory = Type(ReadyKernelClient, klass=AsyncKernelClient)
-
-        async def _async_launch_kernel(self, kernel_cmd, **kw):
-            _launches.append(time.time())
-            if not _warm:
-                launched = await super()._async_launch_kernel(kernel_cmd, **kw)
-                process = self.provisioner.process
-                find = lambda: kernel_pid(process.pid)  # noqa: E731 - bwrap's, then the kernel's
-            else:  # a warm kernel: forked by the zygote, held by the provisioner as its process (`autograder.sandbox.warm`)
-                process = _warm[0].spawn(self.connection_file)
-                self.provisioner.process, self.provisioner.pid, self.provisioner.pgid = process, None, None
-                self._reconcile_connection_info(self.provisioner.connection_info)
-                launched, find = None, process.kernel_pid
-            if _homes:  # nothing connects to its sockets before its home is its own tmpfs
-                await _homes[0].wait(find, process.poll, START_SECONDS)
-            return launched
-
-        _launch_kernel = _async_launch_kernel
-
-        async def _async_cleanup_resources(self, restart: bool = False) -> None:
-            if _homes:  # the kernel is stopped: how full it left its home, before its sockets are removed
-                _homes[0].note_usage()
-            await super()._async_cleanup_resources(restart)
-
-        cleanup_resources = run_sync(_async_cleanup_resources)
-
-    execute.AsyncKernelManager = LaunchTimedKernelManager
-
-
 def _write_submission(notebooks: dict[str, bytes | None], submitted: Path) -> list[str]:
     """Write each readable notebook; returns the problems of the others."""
     problems = []
@@ -217,17 +164,19 @@ def _write_submission(notebooks: dict[str, bytes | None], submitted: Path) -> li
     return problems
 
 
-def grade_submission(job: Job, notebooks: dict[str, bytes | None]) -> Result:
+def grade_submission(job: Job, notebooks: dict[str, bytes | None], zygotes: ZygoteClients | None = None) -> Result:
     """Grade one student's submission of one assignment in a sandboxed kernel.
 
     ``notebooks`` maps each notebook name of the assignment to its submitted bytes (None: not handed in);
     ``job`` names the assignment's template folder (``gradebook.db`` and ``release/<assignment>/``), the
     limits, the modules to preload and whether to sandbox the kernel (``isolate`` False: resource limits
-    only). Returns the `Result`: ``graded`` (its cells, timings and feedback pages) or ``failed``.
-    Not thread-safe (it sets JUPYTER_PATH for nbgrader): one job at a time per process.
+    only); ``zygotes``: the worker's connections to the zygotes, kept from job to job (None: a new one).
+    Returns the `Result`: ``graded`` (its cells, timings and feedback pages) or ``failed``.
+    One job at a time per process (nbgrader's error log, `autograder.harness.nbgrader_course.run_converter`, is
+    the process's).
     """
     workdir = Path(tempfile.mkdtemp(prefix="job-", dir=job.scratch or None))
-    zygote = _zygote(job)
+    zygote = _zygote(job, zygotes or ZygoteClients())
     home = zygote.new_home() if zygote else workdir / "kernel"
     home.mkdir(exist_ok=True)
     sockets = socket_link(home)
@@ -245,13 +194,13 @@ def grade_submission(job: Job, notebooks: dict[str, bytes | None]) -> Result:
         shutil.rmtree(home, ignore_errors=True)
 
 
-def _zygote(job: Job) -> ZygoteClient | None:
+def _zygote(job: Job, zygotes: ZygoteClients) -> ZygoteClient | None:
     """This worker's connection to the zygote of the job's preload set, or None for a cold kernel (``--cold``,
     no sandbox, or the warm process could not start: the log says why)."""
     if not job.zygote:
         return None
     try:
-        return client_for(job.zygote)
+        return zygotes.get(job.zygote)
     except WarmStartUnavailable as error:
         print(f"warm start unavailable, grading with a cold kernel: {error}", file=sys.stderr)
         return None
@@ -275,26 +224,20 @@ def _grade(job: Job, notebooks: dict[str, bytes | None], workdir: Path, home: Pa
     prepare_home(home)
     argv, env = kernel_argv(home, home / "work", limits, template.preload, job.isolate, sockets, channel,
                             template.packages, template.forbid)
-    given = os.environ.setdefault("AUTOGRADER_JUPYTER_PATH", os.environ.get("JUPYTER_PATH", ""))
-    os.environ["JUPYTER_PATH"] = os.pathsep.join(filter(None, [str(write_kernelspec(workdir / "jupyter", argv, env)),
-                                                               given]))
+    kernelspecs = write_kernelspec(workdir / "jupyter", argv, env) / "kernels"
     from nbgrader.converters import GenerateFeedback
 
-    _record_launches()
-    _launches.clear()
-    _homes.clear()
-    _warm.clear()
-    if view is not None:
-        _homes.append(view)
-    if zygote is not None:
-        _warm.append(WarmLaunch(zygote, home, home / "work", sockets, limits,
-                                environment(home, limits, template.preload, template.forbid), channel))
-    SPENT.clear()
+    warm = None if zygote is None else WarmLaunch(zygote, home, home / "work", sockets, limits,
+                                                  environment(home, limits, template.preload, template.forbid), channel)
     started = time.time()
-    config = grading_config(course, db_url, limits.cell_seconds, home, sockets, channel, job.hidden_key)
-    config.TrustedExecute.forbid = list(template.forbid)
-    error_log = run_converter(Autograde, config, assignment, STUDENT)
-    autograded_at = time.time()
+    config = grading_config(course, db_url, limits.cell_seconds, home, sockets, channel, job.hidden_key,
+                            template.forbid)
+    config.SandboxKernelManager.kernelspecs = str(kernelspecs)
+    executor = TrustedExecute(config=config, warm=warm, home=view)  # this job's: it keeps the job's `Spent`
+    steps = Autograde.class_traits()["autograde_preprocessors"].default()
+    error_log = run_converter(Autograde, config, assignment, STUDENT,
+                              autograde_preprocessors=[executor if step is Execute else step for step in steps])
+    clock = JobClock(started, time.time())
     if zygote is not None and not zygote.alive:  # no submission can reach the zygote: the grader's failure
         return Result("failed", "the warm process of this assignment died while grading it (it is graded again on "
                                 "the next run)", transient=True)
@@ -323,74 +266,6 @@ def _grade(job: Job, notebooks: dict[str, bytes | None], workdir: Path, home: Pa
     # What nbgrader's formgrader opens in the output folder (sanitised as the feedback is).
     autograded = {path.stem: path.read_text()
                   for path in sorted((course / "autograded" / STUDENT / assignment).glob("*.ipynb"))}
-    times = ("kernel.times", view.descriptor) if view is not None else (home / "kernel.times", None)
-    return Result("graded", "; ".join(notes), cells, _timings(times, started, autograded_at), feedback,
+    kernel = read_kernel_times(home, view.descriptor if view is not None else None)
+    return Result("graded", "; ".join(notes), cells, job_timings(kernel, executor.spent, clock), feedback,
                   autograded=autograded)
-
-
-def _timings(kernel_times: tuple[Path | str, int | None], started: float, autograded_at: float) -> dict[str, float]:
-    """Seconds spent: nbgrader's set-up before the kernel is launched; starting the kernel, cold (bwrap up to the
-    kernel's first line, its imports, ipykernel) or warm (the zygote's fork, the kernel's namespaces and
-    filesystem, ipykernel); the student's and given cells, the test cells, the rest of nbgrader's run (its
-    bookkeeping, the kernel's shutdown); the feedback. ``kernel_times``: the kernel's timings file, by its name
-    below the descriptor of its home (None: a path of this machine's). {} when the kernel left no valid record."""
-    try:
-        # The kernel wrote this file: never follow a link it put there, nor wait on a FIFO.
-        kernel = {key: float(value) for key, value in json.loads(read_kernel_file(kernel_times[0], 4096, kernel_times[1])).items()}
-        launched = _launches[0]
-        if "forked" in kernel:
-            start = {"fork": kernel["forked"] - launched, "sandbox": kernel["sandboxed"] - kernel["forked"],
-                     "ipykernel_start": kernel["ready"] - kernel["sandboxed"]}
-        else:
-            start = {"sandbox_start": kernel["started"] - launched,
-                     "kernel_preload": kernel["preloaded"] - kernel["started"],
-                     "ipykernel_start": kernel["ready"] - kernel["preloaded"]}
-        return {"nbgrader_setup": launched - started, **start, "cells": SPENT.cells, "tests": SPENT.tests,
-                "nbgrader_rest": autograded_at - kernel["ready"] - SPENT.cells - SPENT.tests,
-                "feedback": time.time() - autograded_at}
-    except (OSError, ValueError, TypeError, AttributeError, KeyError, IndexError):
-        return {}
-
-
-def run_job(line: str) -> Result:
-    """One line of the worker protocol: a `GenerateJob` (a template) or a `Job` (notebooks read from their paths)."""
-    job = read_job(line)
-    if isinstance(job, GenerateJob):
-        return generate(job)
-    # Outputs pile up in this process while a notebook prints: a flood ends this worker, not the machine.
-    _, hard = resource.getrlimit(resource.RLIMIT_AS)
-    resource.setrlimit(resource.RLIMIT_AS, (job.limits.memory_bytes + WORKER_HEADROOM, hard))
-    return grade_submission(job, {name: Path(path).read_bytes() if path else None
-                                  for name, path in job.notebooks.items()})
-
-
-def prepare() -> None:
-    """Import nbgrader's converters (once, before the first job) and read alembic's schema version here."""
-    import nbgrader.converters  # noqa: F401
-
-    use_inprocess_alembic()
-
-
-def run() -> None:
-    """Say ready once nbgrader is imported, then serve jobs from stdin until it closes (or the process that
-    started this one dies): a worker started alone (`main`) or forked warm (`autograder.workers.forks`)."""
-    die_with_parent()
-    watch_parent()
-    answers = os.fdopen(os.dup(sys.stdout.fileno()), "w")
-    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
-    prepare()
-    answers.write(json.dumps({"ready": os.getpid()}) + "\n")
-    answers.flush()
-    for line in sys.stdin:
-        try:
-            result = run_job(line)
-        except Exception as error:  # noqa: BLE001 - a failure of one submission is reported, not fatal
-            # The grader's own failure, not the student's: not stored, graded again on the next run.
-            result = Result("failed", f"grading failed: {type(error).__name__}: {error}", transient=True)
-        answers.write(result.to_json() + "\n")
-        answers.flush()
-
-
-
-if __name__ == "__main__":
-    run()

@@ -23,9 +23,9 @@ class ClassGradebook:
     def __init__(self, db_url: str, templates: dict[str, Template]):
         from nbgrader.api import Gradebook as NbgraderGradebook
 
-        from autograder.harness.nbgrader_course import course_id, use_inprocess_alembic
+        from autograder.harness.nbgrader_course import course_id, stamp_new_gradebook
 
-        use_inprocess_alembic()
+        stamp_new_gradebook(db_url)
         self.gradebook = NbgraderGradebook(db_url, course_id())
         self.templates = templates
         self.ready: set[str] = set()

@@ -21,10 +21,37 @@ import resource
 import signal
 import sys
 import time
+from dataclasses import asdict, dataclass, replace
 
 from autograder.sandbox.guards import die_with_parent
 from autograder.sandbox.home import OWN_HOME, own_home
 from autograder.sandbox.limits import ENV, Limits
+
+
+@dataclass(frozen=True)
+class KernelTimes:
+    """When (``time.time()``) the kernel's start reached each step, written to ``AUTOGRADER_TIMES_FILE`` by
+    `start` and read back by the worker (`autograder.harness.timings`): a cold kernel's ``started`` and
+    ``preloaded`` (`main`), a warm one's ``forked`` and ``sandboxed`` (`autograder.sandbox.zygote`), and
+    ``ready``, when ipykernel was about to serve."""
+
+    started: float | None = None
+    preloaded: float | None = None
+    forked: float | None = None
+    sandboxed: float | None = None
+    ready: float | None = None
+
+    def to_json(self) -> str:
+        return json.dumps({name: value for name, value in asdict(self).items() if value is not None})
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> KernelTimes:
+        """The times `to_json` wrote; ValueError or TypeError for anything else (the kernel's home is the kernel's:
+        the file may hold anything)."""
+        given = json.loads(text)
+        if not isinstance(given, dict):
+            raise ValueError("the kernel's times are not an object")
+        return cls(**{name: float(value) for name, value in given.items()})
 
 
 def set_limits(limits: Limits) -> None:
@@ -49,7 +76,7 @@ def preload(modules: tuple[str, ...]) -> object | None:
     return rules.install(rules.parse(os.environ.get(rules.ENV, "")))
 
 
-def start(argv: list[str], times: dict[str, float], registered: object | None) -> None:
+def start(argv: list[str], times: KernelTimes, registered: object | None) -> None:
     """Run ipykernel with ``argv`` (``-f CONNECTION_FILE``) in this preloaded process; first write ``times`` and
     when ipykernel was ready to ``AUTOGRADER_TIMES_FILE``. ``registered``: what `preload` returned, held here
     while the kernel runs."""
@@ -64,7 +91,7 @@ def start(argv: list[str], times: dict[str, float], registered: object | None) -
     times_file = os.environ.get("AUTOGRADER_TIMES_FILE")
     if times_file:
         with open(times_file, "w") as handle:
-            handle.write(json.dumps({**times, "ready": time.time()}))
+            handle.write(replace(times, ready=time.time()).to_json())
     app.start()
     del registered  # the rules hold until ipykernel returns, that is for the kernel's whole life
 
@@ -78,7 +105,7 @@ def main(argv: list[str]) -> None:
         own_home(limits)
     set_limits(limits)
     registered = preload(tuple(filter(None, os.environ.get("AUTOGRADER_PRELOAD", "").split(","))))
-    start(argv, {"started": started, "preloaded": time.time()}, registered)
+    start(argv, KernelTimes(started=started, preloaded=time.time()), registered)
 
 
 if __name__ == "__main__":

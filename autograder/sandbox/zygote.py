@@ -7,11 +7,11 @@ plus JOBS, the folder that holds the kernels' homes, CHANNELS, read-only, the gr
 channel folders (`autograder.sandbox.bwrap.Channel`), and without bubblewrap's ban on new user namespaces).
 It imports ``AUTOGRADER_PRELOAD`` and ipykernel's modules (`autograder.sandbox.kernel.preload`: no
 torch operation runs here, so no thread pool exists to break in a fork), then accepts the workers on
-the listening socket FD (`autograder.sandbox.warm.ZygoteClient`), says ``{"ready": ...}`` to each and serves
-JSON lines:
+the listening socket FD (`autograder.sandbox.zygote_client.ZygoteClient`), says `Ready` to each and serves its
+requests (`autograder.sandbox.zygote_protocol`):
 
-- ``{"spawn": KernelRequest}``: fork a kernel; answered ``{"spawned": id}``, then ``{"exited": id, "status": n}``;
-- ``{"kill": id}``: kill that kernel and everything it started.
+- `KernelRequest`: fork a kernel; answered `Spawned`, then `Exited` with its status;
+- `Kill`: kill that kernel and everything it started.
 
 A kernel is three processes, as bubblewrap's are:
 
@@ -33,7 +33,6 @@ leaves nothing running.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import select
@@ -42,41 +41,19 @@ import socket
 import sys
 import time
 import traceback
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, replace
 
 from autograder.sandbox import namespaces as ns
 from autograder.sandbox.home import mount_home
-from autograder.sandbox.kernel import preload, set_limits, start
+from autograder.sandbox.kernel import KernelTimes, preload, set_limits, start
 from autograder.sandbox.limits import Limits
+from autograder.sandbox.zygote_protocol import Exited, Kill, KernelRequest, Lines, Message, Ready, Spawned, encode
 
 # What ipykernel imports while it starts (its debugger's pydevd among them: a quarter of a second); no thread
 # starts at their import, so each kernel forked from here starts with them imported, as a cold one starts.
 KERNEL_MODULES = ("ipykernel.kernelapp", "ipykernel.ipkernel", "ipykernel.debugger", "IPython.core.debugger",
                   "IPython.core.completerlib", "IPython.core.oinspect", "IPython.extensions.storemagic")
 SETUP_FAILED = 71  # the exit status of a kernel whose namespaces or filesystem could not be made
-
-
-@dataclass(frozen=True)
-class KernelRequest:
-    """One kernel to fork: its home (its only writable folder, under JOBS) and working folder, the short link
-    to its home, its connection file, limits and whole environment, and the name it takes (``token``);
-    ``channel``, its channel folder (under CHANNELS), seen read-only at ``channel_link``.
-    ``probe``: Python code to run instead of ipykernel (the start-up check and the tests)."""
-
-    id: int
-    token: str
-    home: str
-    work: str
-    link: str
-    connection_file: str
-    limits: str  # `Limits.to_json`
-    env: dict[str, str]
-    channel: str = ""
-    channel_link: str = ""
-    probe: str = ""
-
-    def to_json(self) -> str:
-        return json.dumps({"spawn": asdict(self)})
 
 
 def _exit_code(status: int) -> int:
@@ -145,7 +122,7 @@ def _filesystem(request: KernelRequest, jobs: str, channels: str, limits: Limits
     os.chdir("/")  # the zygote's working folder is JOBS under the tmpfs, every home in it: /proc/1/cwd would show it
 
 
-def _kernel(request: KernelRequest, limits: Limits, times: dict[str, float]) -> int:
+def _kernel(request: KernelRequest, limits: Limits, times: KernelTimes) -> int:
     """Step 3: become the submission's kernel; returns the exit status of a probe (ipykernel never returns)."""
     ns.set_dumpable(True)  # as any process: its own /proc files are its own (init's flag came with the fork)
     os.setsid()
@@ -155,7 +132,7 @@ def _kernel(request: KernelRequest, limits: Limits, times: dict[str, float]) -> 
     os.environ.update(request.env)
     os.chdir(request.work)
     if not request.probe:
-        start(["-f", request.connection_file], times, None)  # the zygote's `Zygote.rules` holds the rules
+        start(["-f", request.connection_file], times, None)  # the zygote's `ZygoteServer.rules` holds the rules
         return 0
     try:
         exec(compile(request.probe, "<probe>", "exec"), {"__name__": "__main__"})  # noqa: S102 - the grader's code
@@ -164,7 +141,7 @@ def _kernel(request: KernelRequest, limits: Limits, times: dict[str, float]) -> 
     return 0
 
 
-def _init(request: KernelRequest, jobs: str, channels: str, times: dict[str, float]) -> int:
+def _init(request: KernelRequest, jobs: str, channels: str, times: KernelTimes) -> int:
     """Step 2, as pid 1 of the new pid namespace: returns the kernel's exit status."""
     ns.set_parent_death_signal(signal.SIGKILL)
     limits = Limits.from_json(request.limits)
@@ -174,17 +151,17 @@ def _init(request: KernelRequest, jobs: str, channels: str, times: dict[str, flo
         handle.write("0")
     ns.drop_privileges()
     ns.set_dumpable(False)  # before the kernel exists: it can never trace init or read init's /proc files
-    times["sandboxed"] = time.time()
+    sandboxed = replace(times, sandboxed=time.time())
     kernel = os.fork()
     if kernel == 0:
-        os._exit(_kernel(request, limits, times))
+        os._exit(_kernel(request, limits, sandboxed))
     while True:
         pid, status = os.wait()
         if pid == kernel:
             return _exit_code(status)
 
 
-def _monitor(request: KernelRequest, jobs: str, channels: str, times: dict[str, float]) -> int:
+def _monitor(request: KernelRequest, jobs: str, channels: str, times: KernelTimes) -> int:
     """Step 1, in the zygote's child: returns init's exit status."""
     ns.set_parent_death_signal(signal.SIGKILL)
     os.closerange(3, os.sysconf("SC_OPEN_MAX"))
@@ -209,29 +186,37 @@ def _guarded(step, *args) -> int:  # noqa: ANN001 - one of the steps above
         return SETUP_FAILED
 
 
-class Zygote:
+@dataclass(frozen=True)
+class Child:
+    """A kernel this zygote forked: the worker's connection that asked for it and its request's id."""
+
+    connection: socket.socket
+    request: int
+
+
+class ZygoteServer:
     """The serving loop (module docstring): workers connect to ``listener``; each connection's requests are
     answered on it, and its kernels are killed when it closes (its worker ended)."""
 
-    def __init__(self, listener: socket.socket, jobs: str, channels: str, hello: dict, rules: object | None):
+    def __init__(self, listener: socket.socket, jobs: str, channels: str, hello: Ready, rules: object | None):
         """``rules``: what `autograder.sandbox.kernel.preload` returned, held while this process and its forks live."""
         self.listener, self.jobs, self.channels, self.hello, self.rules = listener, jobs, channels, hello, rules
-        self.children: dict[int, tuple[socket.socket, int]] = {}  # the monitor's pid -> (connection, request id)
-        self.buffers: dict[socket.socket, bytes] = {}
+        self.children: dict[int, Child] = {}  # by the monitor's pid
+        self.received: dict[socket.socket, Lines] = {}
         self.wake_read, self._wake_write = socket.socketpair()
         self._wake_write.setblocking(False)
         signal.set_wakeup_fd(self._wake_write.fileno())
         signal.signal(signal.SIGCHLD, lambda *_: None)
 
     @staticmethod
-    def send(connection: socket.socket, message: dict) -> None:
+    def send(connection: socket.socket, message: Message) -> None:
         try:
-            connection.sendall((json.dumps(message) + "\n").encode())
+            connection.sendall(encode(message))
         except OSError:  # its worker is gone; `drop` kills what it asked for
             pass
 
     def spawn(self, connection: socket.socket, request: KernelRequest) -> None:
-        times = {"forked": time.time()}
+        times = KernelTimes(forked=time.time())
         sys.stdout.flush()
         sys.stderr.flush()
         pid = os.fork()
@@ -239,14 +224,14 @@ class Zygote:
             signal.set_wakeup_fd(-1)
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)
             os._exit(_guarded(_monitor, request, self.jobs, self.channels, times))
-        self.children[pid] = (connection, request.id)
-        self.send(connection, {"spawned": request.id})
+        self.children[pid] = Child(connection, request.id)
+        self.send(connection, Spawned(request.id))
 
     def kill(self, connection: socket.socket, request_id: int | None = None) -> None:
         """Kill that connection's kernel ``request_id`` (all of its kernels when None): init dies with its
         monitor (its parent-death signal), and the kernel's namespace with init."""
-        for pid, (given, number) in self.children.items():
-            if given is connection and request_id in (None, number):
+        for pid, child in self.children.items():
+            if child.connection is connection and request_id in (None, child.request):
                 os.kill(pid, signal.SIGKILL)
 
     def reap(self) -> None:
@@ -255,51 +240,46 @@ class Zygote:
             if pid == 0:
                 return
             if pid in self.children:
-                connection, number = self.children.pop(pid)
-                self.send(connection, {"exited": number, "status": _exit_code(status)})
+                child = self.children.pop(pid)
+                self.send(child.connection, Exited(child.request, _exit_code(status)))
 
     def receive(self, connection: socket.socket) -> None:
         data = connection.recv(1 << 16)
         if not data:
             self.kill(connection)
-            del self.buffers[connection]
+            del self.received[connection]
             connection.close()
             return
-        buffer = self.buffers[connection] + data
-        while b"\n" in buffer:
-            line, buffer = buffer.split(b"\n", 1)
-            message = json.loads(line)
-            if "spawn" in message:
-                self.spawn(connection, KernelRequest(**message["spawn"]))
-            elif "kill" in message:
-                self.kill(connection, int(message["kill"]))
-        self.buffers[connection] = buffer
+        for message in self.received[connection].feed(data):
+            if isinstance(message, KernelRequest):
+                self.spawn(connection, message)
+            elif isinstance(message, Kill):
+                self.kill(connection, message.id)
 
     def serve(self) -> None:
         """Accept workers and serve their requests until this process is killed (with its sandbox)."""
         while True:
-            ready, _, _ = select.select([self.listener, self.wake_read, *self.buffers], [], [])
+            ready, _, _ = select.select([self.listener, self.wake_read, *self.received], [], [])
             if self.wake_read in ready:
                 self.wake_read.recv(4096)
                 self.reap()
             if self.listener in ready:
                 connection, _ = self.listener.accept()
-                self.buffers[connection] = b""
+                self.received[connection] = Lines()
                 self.send(connection, self.hello)
             for connection in ready:
-                if connection in self.buffers:
+                if connection in self.received:
                     self.receive(connection)
 
 
 def main(argv: list[str]) -> None:
     """``python -m autograder.sandbox.zygote FD JOBS CHANNELS``: preload, then serve the workers that connect to the
-    listening socket FD; each is first told ``{"ready": ..., "jobs": JOBS, "channels": CHANNELS}``."""
+    listening socket FD; each is first told `Ready`."""
     listener = socket.socket(fileno=int(argv[0]))
     started = time.time()
     rules = preload(tuple(filter(None, os.environ.get("AUTOGRADER_PRELOAD", "").split(","))) + KERNEL_MODULES)
-    hello = {"ready": os.getpid(), "jobs": argv[1], "channels": argv[2], "seconds": time.time() - started,
-             "threads": len(os.listdir("/proc/self/task"))}
-    Zygote(listener, argv[1], argv[2], hello, rules).serve()
+    hello = Ready(os.getpid(), argv[1], argv[2], time.time() - started, len(os.listdir("/proc/self/task")))
+    ZygoteServer(listener, argv[1], argv[2], hello, rules).serve()
 
 
 if __name__ == "__main__":

@@ -29,7 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from autograder.workers.dask_worker import (EnvironmentMismatch, check_worker, differences, fingerprint, grade_remote,
-                                       pack_template, template_archive)
+                                       GradingPlugin, pack_template, template_archive)
 from autograder.workers.pool import WorkerStartError
 from autograder.records import Job, Result
 from autograder.sandbox.bwrap import describe_isolation, describe_start
@@ -55,6 +55,7 @@ def connect(address: str, isolate: bool = True, timeout: float = CONNECT_TIMEOUT
         raise ClusterError(f"cannot reach the Dask scheduler at {address} within {timeout:g} s ({error}); "
                            "is `dask scheduler` running there, and is the address tcp://HOST:PORT?") from None
     try:
+        client.register_plugin(GradingPlugin())  # each worker's grading state, on workers that join later too
         client.wait_for_workers(1, timeout=worker_wait)
         cold_reasons = check_workers(client, isolate)
     except TimeoutError:

@@ -9,6 +9,9 @@ job (`autograder.harness.notebook.grade_submission`) in a separate process whose
 (`autograder.sandbox.bwrap`), killed with its kernel when it overruns. A hostile notebook therefore fails
 alone and never takes the Dask worker down with it. The result (scores, reasons and the feedback
 HTML) goes back to the client, which alone writes DIR.
+
+What a Dask worker keeps from task to task (its sandbox checks, its folders, each thread's grading process) is
+held by its `GradingPlugin`, a Dask worker plugin the client registers (`autograder.workers.dask_pool.connect`).
 """
 
 from __future__ import annotations
@@ -17,20 +20,25 @@ import atexit
 import gzip
 import hashlib
 import io
+import os
 import platform
 import shutil
 import tarfile
 import tempfile
 import threading
 import uuid
+from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
-from autograder.workers.digests import hash_folder
+from distributed import WorkerPlugin
+
 from autograder.records import Job, Result
+from autograder.workers.digests import hash_folder
 from course import ROOT
 
 PACKAGES = ("nbgrader", "torch", "numpy", "distributed")
+PLUGIN = "autograder"  # the name of the `GradingPlugin` on every worker
 CODE = ("autograder", "course")
 
 
@@ -85,53 +93,44 @@ def template_archive(archive: bytes) -> bytes:
     return archive
 
 
-def _local_folder() -> Path:
-    """This Dask worker's own folder (its --local-directory), or a temporary one outside a worker."""
-    try:
-        from distributed import get_worker
-
-        return Path(get_worker().local_directory)
-    except ValueError:
-        return Path(tempfile.gettempdir())
-
-
-_unpack_lock = threading.Lock()
-
-
 def unpack_template(archive: bytes, cache: Path) -> Path:
-    """The template folder for ``archive``, unpacked under ``cache`` once per archive digest."""
+    """The template folder for ``archive``, unpacked under ``cache`` once per archive digest: unpacked aside, then
+    renamed into place, so that it is whole or absent (a thread that loses the race drops its copy)."""
     folder = cache / hashlib.sha256(archive).hexdigest()[:32]
-    with _unpack_lock:
-        if not folder.exists():  # made whole or not at all: unpacked aside, then renamed
-            partial = Path(tempfile.mkdtemp(prefix="partial-", dir=cache))
-            with tarfile.open(fileobj=io.BytesIO(gzip.decompress(archive))) as tar:
-                tar.extractall(partial, filter="data")
-            partial.rename(folder)
+    if not folder.exists():
+        partial = Path(tempfile.mkdtemp(prefix="partial-", dir=cache))
+        with tarfile.open(fileobj=io.BytesIO(gzip.decompress(archive))) as tar:
+            tar.extractall(partial, filter="data")
+        try:
+            os.rename(partial, folder)
+        except OSError:  # another thread's copy is in place
+            shutil.rmtree(partial, ignore_errors=True)
     return folder
 
 
-_sandbox: dict[str, str] = {}
+@dataclass(frozen=True)
+class WorkerChecks:
+    """Why this worker cannot make the grading sandbox, and why it cannot fork warm kernels ('' when it can)."""
+
+    sandbox: str
+    warm: str
 
 
-def check_worker(isolate: bool) -> dict:
-    """This worker's `fingerprint`, why it cannot make the grading sandbox and why it cannot fork warm kernels
-    ('' when it can, or when ``isolate`` is off); run on every worker by the client before it sends any job."""
-    if isolate and "problem" not in _sandbox:  # once per worker process: its machine does not change
-        from autograder.sandbox.probe import SandboxUnavailable, check_isolation
-        from autograder.sandbox.warm import WarmStartUnavailable, check as warm_check
+def _checks() -> WorkerChecks:
+    from autograder.sandbox.probe import SandboxUnavailable, check_isolation
+    from autograder.sandbox.warm import WarmStartUnavailable, check as warm_check
 
-        try:
-            check_isolation()
-            _sandbox["problem"] = ""
-        except SandboxUnavailable as error:
-            _sandbox["problem"] = str(error)
-        try:
-            warm_check()
-            _sandbox["warm"] = ""
-        except WarmStartUnavailable as error:
-            _sandbox["warm"] = str(error)
-    return {"fingerprint": fingerprint(), "sandbox": _sandbox["problem"] if isolate else "",
-            "warm": _sandbox["warm"] if isolate else ""}
+    try:
+        check_isolation()
+        sandbox = ""
+    except SandboxUnavailable as error:
+        sandbox = str(error)
+    try:
+        warm_check()
+        warm = ""
+    except WarmStartUnavailable as error:
+        warm = str(error)
+    return WorkerChecks(sandbox, warm)
 
 
 class _Slot:
@@ -149,17 +148,40 @@ class _Slot:
         self.pool = Pool(1, base / "logs")
 
 
-_slots = threading.local()
+class GradingPlugin(WorkerPlugin):
+    """What one Dask worker keeps for grading from task to task (module docstring): its `WorkerChecks`, made once
+    (its machine does not change), its folder (``autograder/`` in its local directory) and each of its threads'
+    `_Slot`. Sent to the workers pickled: what it holds is made in `setup`, on the worker."""
 
+    name = PLUGIN
 
-def _slot() -> _Slot:
-    slot = getattr(_slots, "slot", None)
-    if slot is None:
-        base = _local_folder() / "autograder"
+    def setup(self, worker) -> None:  # noqa: ANN001 - distributed's Worker
+        self.base = Path(worker.local_directory) / "autograder"
         for sub in ("templates", "jobs", "logs"):
-            (base / sub).mkdir(parents=True, exist_ok=True)
-        slot = _slots.slot = _Slot(base)
-    return slot
+            (self.base / sub).mkdir(parents=True, exist_ok=True)
+        self.checking = threading.Lock()
+        self.checks: WorkerChecks | None = None
+        self.threads = threading.local()
+
+    def worker_checks(self) -> WorkerChecks:
+        with self.checking:
+            if self.checks is None:
+                self.checks = _checks()
+            return self.checks
+
+    def slot(self) -> _Slot:
+        """This thread's grading process, started on its first job."""
+        if getattr(self.threads, "slot", None) is None:
+            self.threads.slot = _Slot(self.base)
+        return self.threads.slot
+
+
+def check_worker(isolate: bool, dask_worker=None) -> dict:  # noqa: ANN001 - distributed passes its Worker
+    """This worker's `fingerprint`, why it cannot make the grading sandbox and why it cannot fork warm kernels
+    ('' when it can, or when ``isolate`` is off); run on every worker by the client before it sends any job
+    (``client.run``, which passes the worker as ``dask_worker``)."""
+    checks = dask_worker.plugins[PLUGIN].worker_checks() if isolate else WorkerChecks("", "")
+    return {"fingerprint": fingerprint(), "sandbox": checks.sandbox, "warm": checks.warm}
 
 
 def grade_remote(job: Job, notebooks: dict[str, bytes | None], timeout: float, client: dict[str, str],
@@ -175,7 +197,9 @@ def grade_remote(job: Job, notebooks: dict[str, bytes | None], timeout: float, c
     problem = differences(fingerprint(), client)
     if problem:
         raise EnvironmentMismatch(problem)
-    slot = _slot()
+    from distributed import get_worker
+
+    slot = get_worker().plugins[PLUGIN].slot()
     folder = unpack_template(template, slot.base / "templates")
     here = slot.base / "jobs" / uuid.uuid4().hex
     try:

@@ -7,14 +7,14 @@ converters), says so, and then, between requests, imports the rest one module at
 grading job imports on its first run (nbclient, the trusted harness) and MODULES, what the run's kernels
 preload and its test cells import (torch, transformers' Llama: `autograder.grading.templates.test_imports`). Each request on FD (a SOCK_SEQPACKET socket) carries the new
 worker's stdin, stdout and log as SCM_RIGHTS; the fork becomes a session leader with them as its 0, 1
-and 2 and runs `autograder.harness.notebook.run`, the loop of a worker started alone. A request for a
+and 2 and runs `autograder.workers.worker.run`, the loop of a worker started alone. A request for a
 ``complete`` worker waits until every module is imported; the answer says whether the fork had them
 all. So the pool's first workers, which only make the templates, start as soon as nbgrader is imported,
 and the workers that grade are forked once everything is (`autograder.workers.pool.Pool.run`).
 
 The process runs no job, starts no thread and holds nothing a fork could share but imported modules.
 It dies with the grader (its parent-death signal, and a check of its parent every 0.2 s); each fork
-dies with it in turn (`autograder.harness.notebook.run`), and it never waits for its forks (the kernel reaps
+dies with it in turn (`autograder.workers.worker.run`), and it never waits for its forks (the kernel reaps
 them; the pool watches each through a pidfd).
 """
 
@@ -36,7 +36,7 @@ from autograder.sandbox.limits import START_SECONDS
 
 # What the first grading job of a worker imports besides nbgrader (a second of a core, once per worker).
 FIRST_JOB = ("nbclient", "jupyter_client.asynchronous", "nbconvert.exporters.html", "autograder.harness.execute",
-             "autograder.harness.kernel_client", "autograder.sandbox.warm")
+             "autograder.harness.kernel_manager", "autograder.sandbox.zygote_client")
 
 
 def log_tail(log: Path, lines: int = 15) -> str:
@@ -121,7 +121,7 @@ class WorkerForks:
 
 def _become_worker(control: socket.socket, descriptors: list[int]) -> None:
     """In the fork: the worker's own session and descriptors, then the worker's loop; never returns."""
-    from autograder.harness import notebook as worker
+    from autograder.workers import worker
 
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     control.close()
@@ -149,7 +149,7 @@ def main(argv: list[str]) -> None:
     control = socket.socket(fileno=int(argv[0]))
     die_with_parent()
     parent = os.getppid()
-    from autograder.harness import notebook as worker
+    from autograder.workers import worker
 
     worker.prepare()
     pending = [*FIRST_JOB, *filter(None, argv[1].split(","))]

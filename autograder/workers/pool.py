@@ -64,11 +64,11 @@ class Worker:
             return
         try:
             with open(self.log, "ab") as log:
-                self.process = subprocess.Popen([self.python, "-m", "autograder.harness.notebook"], stdin=subprocess.PIPE,
+                self.process = subprocess.Popen([self.python, "-m", "autograder.workers.worker"], stdin=subprocess.PIPE,
                                                 stdout=subprocess.PIPE, stderr=log, env=self.env, cwd=ROOT,
                                                 start_new_session=True)
         except OSError as error:
-            raise WorkerStartError(f"could not start a grading worker ({self.python} -m autograder.harness.notebook): "
+            raise WorkerStartError(f"could not start a grading worker ({self.python} -m autograder.workers.worker): "
                                    f"{error}") from error
 
     def start(self, complete: bool = True) -> None:

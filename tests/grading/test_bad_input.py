@@ -177,7 +177,7 @@ def _start(graded, name: str, seconds: int, jobs: int = 1) -> tuple[subprocess.P
 
 def test_a_killed_worker_is_graded_again_on_the_next_run(graded) -> None:
     process, tmp, out = _start(graded, "killed-worker", 4)
-    [worker] = [int(line.split(":")[0]) for line in _processes(str(tmp)) if "autograder.harness.notebook" in line]
+    [worker] = [int(line.split(":")[0]) for line in _processes(str(tmp)) if "autograder.workers.worker" in line]
     os.kill(worker, signal.SIGKILL)
     _, stderr = process.communicate(timeout=120)
     assert OutputFolder(out).grades.exists(), f"grade wrote no grades.csv (exit {process.returncode}): {stderr}"

@@ -224,7 +224,7 @@ from pathlib import Path
 from autograder.sandbox.limits import Limits
 from autograder.measure import TARGET, peak_memory
 from autograder.sandbox.bwrap import command, environment, prepare_home
-from autograder.harness.execute import kernel_pid
+from autograder.harness.kernel_manager import kernel_pid
 
 home = Path(sys.argv[1])
 (home / "hog.py").write_text("import time, os, numpy\\nwhile not os.path.exists('go'): time.sleep(0.05)\\n"
@@ -232,8 +232,8 @@ home = Path(sys.argv[1])
 program = [sys.executable, "-m", "hog"]
 child = subprocess.Popen(command(home, home, Limits(), environment(home, Limits(), ()), program))
 for _ in range(600):
-    TARGET.pid = kernel_pid(child.pid, "hog")
-    if TARGET.pid:
+    TARGET.set(kernel_pid(child.pid, "hog"))
+    if TARGET.get():
         break
     time.sleep(0.1)
 with peak_memory() as peak:

@@ -24,7 +24,8 @@ from pathlib import Path
 
 from autograder.sandbox.limits import Limits
 from autograder.sandbox.bwrap import environment, prepare_home, socket_link
-from autograder.sandbox.warm import WarmKernel, Zygote, ZygoteClient
+from autograder.sandbox.warm import Zygote
+from autograder.sandbox.zygote_client import WarmKernel, ZygoteClient
 
 WAIT = 60.0
 

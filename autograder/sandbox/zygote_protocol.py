@@ -1,0 +1,102 @@
+"""The messages between a worker (`autograder.sandbox.zygote_client.ZygoteClient`) and the zygote
+(`autograder.sandbox.zygote`), one JSON line each, ``{"<tag>": {<the record's fields>}}``, written by `encode` and
+read by `Lines`:
+
+- the zygote to each worker that connects: `Ready` (it has imported its modules);
+- the worker: `KernelRequest` (fork a kernel), `Kill` (kill that kernel and everything it started);
+- the zygote: `Spawned` (the kernel is forked), then `Exited` (its exit status).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, fields
+from typing import Union
+
+
+@dataclass(frozen=True)
+class Ready:
+    """The zygote is ready: its process id, its folder of kernels' homes (``jobs``) and of the jobs' channel
+    folders (``channels``), how long its imports took and how many threads it has (one: a fork is safe)."""
+
+    pid: int
+    jobs: str
+    channels: str
+    seconds: float
+    threads: int
+
+
+@dataclass(frozen=True)
+class KernelRequest:
+    """One kernel to fork: its home (its only writable folder, under JOBS) and working folder, the short link
+    to its home, its connection file, limits and whole environment, and the name it takes (``token``);
+    ``channel``, its channel folder (under CHANNELS), seen read-only at ``channel_link``.
+    ``probe``: Python code to run instead of ipykernel (the start-up check and the tests)."""
+
+    id: int
+    token: str
+    home: str
+    work: str
+    link: str
+    connection_file: str
+    limits: str  # `autograder.sandbox.limits.Limits.to_json`
+    env: dict[str, str]
+    channel: str = ""
+    channel_link: str = ""
+    probe: str = ""
+
+
+@dataclass(frozen=True)
+class Kill:
+    """Kill the asking worker's kernel ``id`` and everything it started."""
+
+    id: int
+
+
+@dataclass(frozen=True)
+class Spawned:
+    """Kernel ``id`` is forked."""
+
+    id: int
+
+
+@dataclass(frozen=True)
+class Exited:
+    """Kernel ``id`` exited with ``status`` (128 + n: killed by signal n)."""
+
+    id: int
+    status: int
+
+
+Message = Union[Ready, KernelRequest, Kill, Spawned, Exited]
+TAGS: dict[str, type] = {"ready": Ready, "spawn": KernelRequest, "kill": Kill, "spawned": Spawned, "exited": Exited}
+NAMES = {kind: tag for tag, kind in TAGS.items()}
+
+
+def encode(message: Message) -> bytes:
+    """``message`` as one line of the protocol."""
+    return (json.dumps({NAMES[type(message)]: asdict(message)}) + "\n").encode()
+
+
+def decode(line: bytes) -> Message:
+    """One line of the protocol as its record; ValueError when it is not one."""
+    given = json.loads(line)
+    if not isinstance(given, dict) or len(given) != 1 or next(iter(given)) not in TAGS:
+        raise ValueError(f"not a message of the zygote's protocol: {line[:200]!r}")
+    [(tag, body)] = given.items()
+    kind = TAGS[tag]
+    if not isinstance(body, dict) or set(body) - {field.name for field in fields(kind)}:
+        raise ValueError(f"not a {kind.__name__}: {line[:200]!r}")
+    return kind(**body)
+
+
+class Lines:
+    """What one side has received on a connection, read as whole messages (`feed`)."""
+
+    def __init__(self) -> None:
+        self.pending = b""
+
+    def feed(self, data: bytes) -> list[Message]:
+        """The messages ``data`` completes, in order; a part of a line is kept for the next call."""
+        *lines, self.pending = (self.pending + data).split(b"\n")
+        return [decode(line) for line in lines]

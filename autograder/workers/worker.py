@@ -1,0 +1,66 @@
+"""The worker process's main: ``python -m autograder.workers.worker``, one job at a time.
+
+`autograder.workers.pool` starts these processes, or forks them warm (`autograder.workers.forks`, which calls
+`run`): each says it is ready once nbgrader is imported, then reads one job per line (JSON,
+`autograder.records.Job.to_json`, or a `autograder.records.GenerateJob`) on stdin and answers one result per line
+(`autograder.records.Result.to_json`) on what was its stdout; what it prints goes to its log (stderr). A job is
+graded by `autograder.harness.notebook.grade_submission`, in this process, so that a hostile notebook takes down
+no more than its own worker. The worker keeps its connections to the zygotes (`ZygoteClients`) from job to job.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import sys
+from pathlib import Path
+
+from autograder.harness.notebook import generate, grade_submission
+from autograder.records import GenerateJob, Result, read_job
+from autograder.sandbox.guards import die_with_parent, watch_parent
+from autograder.sandbox.limits import WORKER_HEADROOM
+from autograder.sandbox.zygote_client import ZygoteClients
+
+
+def run_job(line: str, zygotes: ZygoteClients) -> Result:
+    """One line of the worker protocol: a `GenerateJob` (a template) or a `Job` (notebooks read from their paths)."""
+    job = read_job(line)
+    if isinstance(job, GenerateJob):
+        return generate(job)
+    # Outputs pile up in this process while a notebook prints: a flood ends this worker, not the machine.
+    _, hard = resource.getrlimit(resource.RLIMIT_AS)
+    resource.setrlimit(resource.RLIMIT_AS, (job.limits.memory_bytes + WORKER_HEADROOM, hard))
+    return grade_submission(job, {name: Path(path).read_bytes() if path else None
+                                  for name, path in job.notebooks.items()}, zygotes)
+
+
+def prepare() -> None:
+    """Import what every job needs (once, before the first job): nbgrader's converters, the database layer."""
+    import nbgrader.converters  # noqa: F401
+    import alembic.script  # noqa: F401
+
+
+def run() -> None:
+    """Say ready once nbgrader is imported, then serve jobs from stdin until it closes (or the process that
+    started this one dies): a worker started alone or forked warm (`autograder.workers.forks`)."""
+    die_with_parent()
+    watch_parent()
+    answers = os.fdopen(os.dup(sys.stdout.fileno()), "w")
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    prepare()
+    answers.write(json.dumps({"ready": os.getpid()}) + "\n")
+    answers.flush()
+    zygotes = ZygoteClients()
+    for line in sys.stdin:
+        try:
+            result = run_job(line, zygotes)
+        except Exception as error:  # noqa: BLE001 - a failure of one submission is reported, not fatal
+            # The grader's own failure, not the student's: not stored, graded again on the next run.
+            result = Result("failed", f"grading failed: {type(error).__name__}: {error}", transient=True)
+        answers.write(result.to_json() + "\n")
+        answers.flush()
+
+
+if __name__ == "__main__":
+    run()
