@@ -26,7 +26,7 @@ PACKAGE = ROOT / "autograder"
 SANDBOX_ELSEWHERE = {"warm.py", "zygote.py", "kernel.py"}  # the warm start's modules, split on their own
 SCOPE = sorted([*(PACKAGE / "channel").glob("*.py"), PACKAGE / "checks.py", PACKAGE / "harness" / "check_values.py",
                 *(path for path in (PACKAGE / "sandbox").glob("*.py") if path.name not in SANDBOX_ELSEWHERE)])
-IMMUTABLE = (type(None), bool, int, float, complex, str, bytes, range, Path, re.Pattern, type, types.FunctionType,
+IMMUTABLE = (type(None), bool, int, float, complex, str, bytes, range, Path, re.Pattern, type, types.UnionType, types.FunctionType,
              types.BuiltinFunctionType, types.MethodDescriptorType, types.WrapperDescriptorType, enum.Enum,
              type(np.allclose), np.ufunc)  # numpy's functions: dispatchers of __array_function__, and ufuncs
 

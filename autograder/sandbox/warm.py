@@ -124,12 +124,12 @@ def check() -> None:
 
 def _probe(client: ZygoteClient) -> tuple[int, str]:
     """Fork `PROBE` through ``client``: its exit status and what it found."""
-    from course import ROOT
+    from course import ROOT, SOLUTIONS
 
     home = client.new_home()
     prepare_home(home)
     limits = Limits()
-    probe = PROBE.replace("sys.argv[1]", repr(str(ROOT / "solutions")))
+    probe = PROBE.replace("sys.argv[1]", repr(str(ROOT / SOLUTIONS)))
     kernel = client.spawn(home, home, home / "link", home / "connection.json", limits, environment(home, limits, ()),
                           probe)
     status = kernel.wait(START_SECONDS)

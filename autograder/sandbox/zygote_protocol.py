@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, fields
-from typing import Union
+from collections.abc import Mapping
+from types import MappingProxyType
 
 
 @dataclass(frozen=True)
@@ -68,9 +69,10 @@ class Exited:
     status: int
 
 
-Message = Union[Ready, KernelRequest, Kill, Spawned, Exited]
-TAGS: dict[str, type] = {"ready": Ready, "spawn": KernelRequest, "kill": Kill, "spawned": Spawned, "exited": Exited}
-NAMES = {kind: tag for tag, kind in TAGS.items()}
+Message = Ready | KernelRequest | Kill | Spawned | Exited
+TAGS: Mapping[str, type] = MappingProxyType({"ready": Ready, "spawn": KernelRequest, "kill": Kill, "spawned": Spawned,
+                                            "exited": Exited})
+NAMES: Mapping[type, str] = MappingProxyType({kind: tag for tag, kind in TAGS.items()})
 
 
 def encode(message: Message) -> bytes:
