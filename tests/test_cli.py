@@ -14,8 +14,8 @@ import pytest
 
 from autograder.workers import pool as pool_module
 from autograder.__main__ import main
-from autograder.grading.templates import prepare_templates
-from autograder.grading.run import _handed_in
+from autograder.grading.plan import handed_in
+from autograder.grading.templates import prepare_templates, read_course
 from autograder.sandbox.limits import Limits
 from autograder.reports.layout import OutputFolder
 from autograder.grading.options import Options
@@ -23,7 +23,7 @@ from autograder.records import CellResult, Job, Result, Task, Template
 from autograder.reports.state import load_state, save_state
 from autograder.submissions.find import find
 from course import ROOT
-from tests.grading_helpers import FIXTURE_SOURCE, InstantPool, NoGradebook, read_grades
+from tests.grading_helpers import FIXTURE_SOURCE, InstantPool, NoGradebook, plan_of, read_grades
 
 JOB = Job(Template("toy", "key", Path("/nonexistent"), ("toy",), ()), {"toy": None}, Limits(), isolate=True)
 
@@ -113,8 +113,8 @@ def test_templates_are_built_only_for_the_assignments_handed_in(tmp_path: Path) 
     (tmp_path / "subs" / "ada" / "toy").mkdir(parents=True)
     (tmp_path / "subs" / "ada" / "toy" / "toy.ipynb").write_text("{}")
     found, _ = find(tmp_path / "subs", {"toy.ipynb": "toy", "toy_torch.ipynb": "toy_torch"}, tmp_path / "staging")
-    options = Options(submissions=tmp_path / "subs", out=tmp_path / "out", jobs=1, source=FIXTURE_SOURCE)
-    assert _handed_in(found, options) == {"toy"}
+    course = read_course(FIXTURE_SOURCE)
+    assert handed_in(found, course, ()) == {"toy"}
 
     class Recorder:
         jobs: list[dict] = []
@@ -125,7 +125,7 @@ def test_templates_are_built_only_for_the_assignments_handed_in(tmp_path: Path) 
 
     recorder = Recorder()
     with pytest.raises(RuntimeError, match="stop here"):
-        prepare_templates(FIXTURE_SOURCE, tmp_path / "cache", recorder, {"toy"})
+        prepare_templates(course, tmp_path / "cache", recorder, {"toy"})
     assert [job.template.assignment for job in recorder.jobs] == ["toy"]
 
 
@@ -197,6 +197,6 @@ def test_a_rerun_shows_a_tasks_note_once(tmp_path: Path, monkeypatch) -> None:
                               feedback={"toy.html": "<p>your grade</p>"}))
     options = Options(tmp_path / "in", tmp_path / "out", 1, progress=False)
     for run in range(2):  # the second run reuses the stored result
-        assert grade._grade_tasks(options, [task], {"toy": template}, pool, tmp_path) == 0
+        assert grade._grade_tasks(plan_of(options, [task], {"toy": template}), pool, tmp_path) == 0
         assert read_grades(tmp_path / "out")[("ada", "toy")]["reason"] == note, f"run {run + 1}"
     assert pool.jobs == 1, "the second run should have reused the stored result"

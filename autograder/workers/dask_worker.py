@@ -188,7 +188,8 @@ def grade_remote(job: Job, notebooks: dict[str, bytes | None], timeout: float, c
                 path.write_bytes(data)
                 paths[name] = str(path)
         results: list[Result] = []
-        slot.pool.run([job.moved(paths, folder, slot.scratch)], timeout, lambda index, result: results.append(result))
+        here_job = slot.pool.with_zygote(job.moved(paths, folder, slot.scratch))
+        slot.pool.run([here_job], timeout, lambda index, result: results.append(result))
         return results[0]
     finally:
         shutil.rmtree(here, ignore_errors=True)
