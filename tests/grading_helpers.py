@@ -32,10 +32,16 @@ SCORES_BY_STUDENT = ("select student.id, sum(grade.auto_score) from grade "
 
 
 def plan_of(options: Options, tasks: list[Task], templates: dict[str, Template]) -> RunPlan:
-    """The plan `grade` makes of ``options`` once ``tasks`` of ``templates`` are known, its kernels forked warm
-    where ``options`` asks for it (from no zygote: a stand-in pool starts none)."""
-    return RunPlan.of(options, OutputFolder(options.out), read_course(options.source), templates, tasks,
-                      Isolation("", options.warm), {})
+    """The plan `grade` makes of ``options`` once ``tasks`` of ``templates`` are known (`make_plan`), its output
+    folder made and its kernels forked warm where ``options`` asks for it (from no zygote: a stand-in pool starts
+    none)."""
+    from autograder.grading.secret import load_secret
+    from autograder.reports.state import stored_rows
+
+    out = OutputFolder(options.out)
+    out.root.mkdir(mode=0o700, parents=True, exist_ok=True)  # as `open_output` makes it in a run of `grade`
+    return RunPlan.of(options, out, read_course(options.source), stored_rows(out), templates, tasks,
+                      Isolation("", options.warm), {}, load_secret(options.secret_file or out.secret))
 
 
 class NoGradebook:

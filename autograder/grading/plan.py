@@ -10,15 +10,16 @@ from __future__ import annotations
 import importlib
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from autograder.grading.options import Options
-from autograder.grading.secret import load_secret
+from autograder.grading.secret import hand_in_key, load_secret
 from autograder.grading.tasks import make_tasks
 from autograder.grading.templates import Course, prepare_templates, test_imports
 from autograder.records import Job, Task, Template
 from autograder.reports.layout import OutputFolder
+from autograder.reports.state import Stored
 from autograder.sandbox.limits import Limits
 from autograder.submissions.find import Found
 from autograder.workers.dispatch import Dispatcher, Isolation, KernelSet
@@ -31,7 +32,7 @@ class RunPlan:
 
     out: OutputFolder
     course: Course
-    secret: Path  # the file of the secret hidden inputs derive from (`--secret-file`, else DIR's own)
+    stored: Mapping[tuple[str, str], Stored]  # DIR's rows when the run began: (student, assignment) -> its row
     db_url: str  # the class gradebook (`--db`, else DIR's SQLite file)
     limits: Limits
     isolate: bool
@@ -42,22 +43,24 @@ class RunPlan:
     tasks: tuple[Task, ...]
     isolation: Isolation  # how kernels run: warm or cold, and why
     zygotes: Mapping[KernelSet, str]  # the warm processes started for this run's kernels: their addresses
+    secret: bytes = field(repr=False)  # what hidden inputs derive from (`autograder.grading.secret`)
 
     @classmethod
-    def of(cls, options: Options, out: OutputFolder, course: Course, templates: Mapping[str, Template],
-           tasks: list[Task], isolation: Isolation, zygotes: Mapping[KernelSet, str]) -> RunPlan:
+    def of(cls, options: Options, out: OutputFolder, course: Course, stored: Mapping[tuple[str, str], Stored],
+           templates: Mapping[str, Template], tasks: list[Task], isolation: Isolation,
+           zygotes: Mapping[KernelSet, str], secret: bytes) -> RunPlan:
         """The plan of ``options``, graded into ``out``, once the rest is known: the one place options are read
         after the submissions are found."""
-        return cls(out, course, options.secret_file or out.secret, options.db_url or out.gradebook_url,
-                   options.limits, options.isolate, options.force, options.progress, options.similarity_threshold,
-                   templates, tuple(tasks), isolation, zygotes)
+        return cls(out, course, stored, options.db_url or out.gradebook_url, options.limits, options.isolate,
+                   options.force, options.progress, options.similarity_threshold, templates, tuple(tasks), isolation,
+                   zygotes, secret)
 
-    def job(self, task: Task, scratch: Path, hidden_key: str) -> Job:
+    def job(self, task: Task, scratch: Path) -> Job:
         """The job that grades ``task``, forked warm from its kernels' zygote when this run's kernels are."""
         template = self.templates[task.assignment]
         zygote = self.zygotes.get(KernelSet.of(template), "") if self.isolation.warm else ""
         return Job(template, task.notebooks, self.limits, self.isolate, scratch=str(scratch), warm=self.isolation.warm,
-                   zygote=zygote, hidden_key=hidden_key)
+                   zygote=zygote, hidden_key=hand_in_key(self.secret, task.student, task.assignment, task.notebooks))
 
 
 def handed_in(found: Mapping[str, Found], course: Course, asked: tuple[str, ...]) -> set[str] | None:
@@ -66,25 +69,25 @@ def handed_in(found: Mapping[str, Found], course: Course, asked: tuple[str, ...]
     return (given & course.assignments) or set(asked) or None
 
 
-def make_plan(options: Options, out: OutputFolder, course: Course, found: Mapping[str, Found], stored: set[str],
-              pool: Pool, dispatcher: Dispatcher, scratch: Path) -> RunPlan:
+def make_plan(options: Options, out: OutputFolder, course: Course, found: Mapping[str, Found],
+              stored: Mapping[tuple[str, str], Stored], pool: Pool, dispatcher: Dispatcher, scratch: Path) -> RunPlan:
     """Plan the run: the secret made or refused first (`autograder.grading.secret.SecretUnusable`), then what
     the workers import and the warm processes of the kernels handed in started (`Dispatcher.prepare`), which
     import while ``pool`` makes the templates of the assignments handed in or ``stored`` in DIR and the sandbox
     is checked (`Dispatcher.isolation`: `autograder.sandbox.bwrap.SandboxUnavailable`); then the tasks."""
-    load_secret(options.secret_file or out.secret)
+    secret = load_secret(options.secret_file or out.secret)
     given = handed_in(found, course, options.assignments)
     prepared = given or set(course.registered)
     kernels = {course.kernels(a) for a in prepared}
     imports = set().union(*(k.preload for k in kernels), test_imports(course.source, prepared))
     zygotes = dispatcher.prepare(tuple(sorted(imports)), kernels, str(scratch), options.warm and options.isolate)
-    needed = None if given is None else given | (stored & course.assignments)
+    needed = None if given is None else given | ({a for _, a in stored} & course.assignments)
     with ThreadPoolExecutor(1) as background:
         checked = background.submit(dispatcher.isolation, options.isolate, options.warm)
         # nbgrader's API (a second of imports), which reading the templates needs, while the workers make them.
         background.submit(importlib.import_module, "nbgrader.api")
         templates = prepare_templates(course, out.cache, pool, needed)
         isolation = checked.result()
-    tasks = make_tasks(dict(found), templates, options.grading_key, scratch / "restored")
-    return RunPlan.of(options, out, course, templates, tasks, isolation, zygotes)
+    tasks = make_tasks(found, templates, options.grading_key, scratch / "restored")
+    return RunPlan.of(options, out, course, stored, templates, tasks, isolation, zygotes, secret)
 

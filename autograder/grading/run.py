@@ -3,16 +3,18 @@
 1. SUBMISSIONS is read (`autograder.submissions.find`): every student found, with what each handed in or why
    it cannot be graded; the run prints a line for each problem of the input. An unreadable SUBMISSIONS
    ends the run here (exit status 2). ``--student`` and ``--assignment`` keep what they name.
-2. A real sandbox is started once (`autograder.sandbox.bwrap.check`) while the template of each assignment
-   handed in is generated or reused (`autograder.grading.templates`). When no sandbox can be made the
-   command stops with the reason and the line that enables it, unless ``--no-isolate`` was asked for.
+2. The run is planned once (`autograder.grading.plan.RunPlan`), and every later step reads that plan: a real
+   sandbox is started once (`autograder.sandbox.bwrap.check`) while the template of each assignment handed in
+   is generated or reused (`autograder.grading.templates`). When no sandbox can be made the command stops
+   with the reason and the line that enables it, unless ``--no-isolate`` was asked for.
 3. Each (student, assignment) becomes a task keyed by a hash of the submitted notebook(s), the
    template and the grading settings (`autograder.grading.tasks`). A task whose key matches a stored result in
    ``DIR/.state`` (`autograder.reports.state`) is not graded again (unless ``--force``), so re-running is
    idempotent and an interrupted run resumes; a result that is not the student's own failure (a
    killed worker) is never stored. Every path under DIR comes from `autograder.reports.layout.OutputFolder`.
-4. ``--jobs`` worker processes (`autograder.workers.pool`), or a Dask cluster's (`autograder.workers.dask_pool`), grade
-   the others: each task becomes a `autograder.records.Job`, graded by
+4. ``--jobs`` worker processes (`autograder.workers.pool`), or a Dask cluster's (`autograder.workers.dask_pool`),
+   the same `autograder.workers.dispatch.Dispatcher` either way, grade the others: each task becomes a
+   `autograder.records.Job` (`autograder.grading.plan.RunPlan.job`), graded by
    `autograder.harness.notebook.grade_submission` in a kernel of its own sandbox, which returns a
    `autograder.records.Result`.
 5. This process writes each result's feedback and autograded notebooks, stores its row, merges it into
@@ -39,7 +41,7 @@ from autograder.grading.lock import under_lock
 from autograder.grading.plan import RunPlan, make_plan
 from autograder.grading.templates import read_course
 from autograder.grading.progress import Progress
-from autograder.grading.secret import SecretUnusable, hand_in_key, load_secret
+from autograder.grading.secret import SecretUnusable
 from autograder.harness.nbgrader_course import nbgrader_environment
 from autograder.records import Result, Task
 from autograder.reports.class_record import (changes, class_rows, keep_submitted, kept_instead, row, submitted_tasks,
@@ -87,7 +89,7 @@ def _grade(options: Options, out: OutputFolder) -> int:
             from autograder.workers.dask_pool import ClusterPool
 
             dispatcher = ClusterPool(options.scheduler, options.isolate)
-        plan = make_plan(options, out, course, found, {a for _, a in earlier}, pool, dispatcher, scratch)
+        plan = make_plan(options, out, course, found, earlier, pool, dispatcher, scratch)
         print(f"grading {len(plan.tasks)} submissions of {len(found)} students {dispatcher.describe()}\n"
               f"{plan.isolation.described}", file=sys.stderr)
         return _grade_tasks(plan, dispatcher, scratch)
@@ -122,10 +124,7 @@ def _grade_tasks(plan: RunPlan, dispatcher: Dispatcher, scratch: Path) -> int:
     from autograder.reports.gradebook import ClassGradebook
     from autograder.reports.report import write_report
 
-    out, tasks, templates = plan.out, plan.tasks, plan.templates
-    out.root.mkdir(mode=0o700, parents=True, exist_ok=True)  # made by `open_output` in a run of `grade`
-    secret = load_secret(plan.secret)  # before anything is written: SecretUnusable
-    earlier = stored_rows(out)
+    out, tasks, templates, earlier = plan.out, plan.tasks, plan.templates, plan.stored
     gradebook = ClassGradebook(plan.db_url, templates)
     progress = Progress(tasks, plan.progress)
     now: dict[tuple[str, str], Stored] = {}  # this run's rows (those that replace a stored one)
@@ -161,7 +160,7 @@ def _grade_tasks(plan: RunPlan, dispatcher: Dispatcher, scratch: Path) -> int:
             reused += 1
         else:
             to_grade.append(task)
-    jobs = [plan.job(t, scratch, hand_in_key(secret, t.student, t.assignment, t.notebooks)) for t in to_grade]
+    jobs = [plan.job(t, scratch) for t in to_grade]
     compared = submitted_tasks(out, earlier, tasks)
     # The similarity of the class's code needs only the submitted files: it is computed while they are graded.
     with ThreadPoolExecutor(1) as background:

@@ -50,9 +50,9 @@ class Course:
 
 def read_course(source: Path) -> Course:
     """The `Course` in ``source``."""
-    own = source / REGISTRY.name
+    notebooks, own = course_notebooks(source), source / REGISTRY.name
     registry = read_registry(own) if own.exists() else chapters()
-    return Course(source, course_notebooks(source),
+    return Course(source, notebooks,
                   {chapter.slug: KernelSet(chapter.preload, chapter.packages, chapter.forbid) for chapter in registry})
 
 
