@@ -75,13 +75,13 @@ def make_plan(options: Options, out: OutputFolder, course: Course, found: Mappin
     the workers import and the warm processes of the kernels handed in started (`Dispatcher.prepare`), which
     import while ``pool`` makes the templates of the assignments handed in or ``stored`` in DIR and the sandbox
     is checked (`Dispatcher.isolation`: `autograder.sandbox.bwrap.SandboxUnavailable`); then the tasks."""
-    secret = load_secret(options.secret_file or out.secret)
     given = handed_in(found, course, options.assignments)
+    needed = None if given is None else given | ({a for _, a in stored} & course.assignments)
+    secret = load_secret(options.secret_file or out.secret)
     prepared = given or set(course.registered)
     kernels = {course.kernels(a) for a in prepared}
     imports = set().union(*(k.preload for k in kernels), test_imports(course.source, prepared))
     zygotes = dispatcher.prepare(tuple(sorted(imports)), kernels, str(scratch), options.warm and options.isolate)
-    needed = None if given is None else given | ({a for _, a in stored} & course.assignments)
     with ThreadPoolExecutor(1) as background:
         checked = background.submit(dispatcher.isolation, options.isolate, options.warm)
         # nbgrader's API (a second of imports), which reading the templates needs, while the workers make them.
