@@ -1,6 +1,8 @@
 """`RunPlan`: what a run of `grade` works from, computed once (`make_plan`) from its `Options` and the
-submissions found, and then only read: the output folder, the course, the assignments handed in, their
-templates, the tasks, how kernels run and the settings every job and class file is made with.
+submissions found, and then only read: the output folder and what it stored, the course, the templates of the
+assignments handed in, the tasks, how kernels run (warm or cold, and why), and the settings every job and class
+file is made with. `make_plan` is where the options are read after the submissions are found; later steps
+read the plan.
 
 Runs in the grader.
 """
