@@ -13,7 +13,12 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from autograder.grading.options import Options
+from autograder.grading.plan import RunPlan
+from autograder.grading.templates import read_course
+from autograder.records import Task, Template
 from autograder.reports.layout import OutputFolder
+from autograder.workers.dispatch import Isolation
 from course import ROOT
 from course.notebooks import solution_sources, student_notebook  # noqa: F401 - re-exported for the tests
 
@@ -24,6 +29,19 @@ SCORES_BY_STUDENT = ("select student.id, sum(grade.auto_score) from grade "
                      "join submitted_notebook on grade.notebook_id = submitted_notebook.id "
                      "join submitted_assignment on submitted_notebook.assignment_id = submitted_assignment.id "
                      "join student on submitted_assignment.student_id = student.id group by student.id")
+
+
+def plan_of(options: Options, tasks: list[Task], templates: dict[str, Template]) -> RunPlan:
+    """The plan `grade` makes of ``options`` once ``tasks`` of ``templates`` are known (`make_plan`), its output
+    folder made and its kernels forked warm where ``options`` asks for it (from no zygote: a stand-in pool starts
+    none)."""
+    from autograder.grading.secret import load_secret
+    from autograder.reports.state import stored_rows
+
+    out = OutputFolder(options.out)
+    out.root.mkdir(mode=0o700, parents=True, exist_ok=True)  # as `open_output` makes it in a run of `grade`
+    return RunPlan.of(options, out, read_course(options.source), stored_rows(out), templates, tasks,
+                      Isolation("", options.warm), {}, load_secret(options.secret_file or out.secret))
 
 
 class NoGradebook:
@@ -92,7 +110,7 @@ def released_notebooks(cache: Path, source: Path = FIXTURE_SOURCE) -> dict[str, 
 
     pool = Pool(1, cache / "logs")
     try:
-        templates = prepare_templates(source, cache, pool)
+        templates = prepare_templates(read_course(source), cache, pool)
     finally:
         pool.close()
     return {name: template.released / f"{template.notebooks[0]}.ipynb" for name, template in templates.items()}

@@ -15,9 +15,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from autograder.reports.class_record import OutputUnavailable, class_rows, open_output, submitted_tasks
-from autograder.reports.layout import OutputFolder
+from autograder.grading.lock import under_lock
 from autograder.grading.options import SOURCE
+from autograder.reports.class_record import class_rows, submitted_tasks
+from autograder.reports.layout import OutputFolder
 from course import SOLUTIONS
 
 
@@ -50,25 +51,22 @@ def run(args: argparse.Namespace) -> int:
     if not args.source.is_dir():
         print(f"error: --source: no such folder: {args.source}", file=sys.stderr)
         return 2
-    try:
-        held = open_output(out)
-    except OutputUnavailable as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
+    return under_lock(out, lambda: _collect(out, args))
+
+
+def _collect(out: OutputFolder, args: argparse.Namespace) -> int:
     try:
         print(collect(out, args.source.resolve(), args.db or out.gradebook_url,
                       None if args.no_similarity else args.similarity_threshold))
     except RuntimeError as error:  # a template that could not be made, a worker that could not start
         print(f"error: {error}", file=sys.stderr)
         return 2
-    finally:
-        held.close()
     return 0
 
 
 def collect(out: OutputFolder, source: Path, db_url: str, threshold: float | None) -> str:
     """Rewrite ``out``'s class files from its stored rows and the gradebook's manual points; what it did."""
-    from autograder.grading.templates import course_notebooks, prepare_templates
+    from autograder.grading.templates import prepare_templates, read_course
     from autograder.reports.grades_csv import write_grades
     from autograder.reports.gradebook import ClassGradebook
     from autograder.workers.pool import Pool
@@ -79,8 +77,8 @@ def collect(out: OutputFolder, source: Path, db_url: str, threshold: float | Non
     stored = stored_rows(out)
     pool = Pool(1, out.logs)  # only for a template DIR's cache no longer holds
     try:
-        graded = {a for _, a in stored} & set(course_notebooks(source).values())
-        templates = prepare_templates(source, out.cache, pool, graded)
+        course = read_course(source)
+        templates = prepare_templates(course, out.cache, pool, {a for _, a in stored} & course.assignments)
     finally:
         pool.close()
     gradebook = ClassGradebook(db_url, templates)

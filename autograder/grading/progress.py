@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 
 from autograder.records import Task
 
@@ -10,7 +11,7 @@ from autograder.records import Task
 class Progress:
     """Students done, failed and left, on one updating line (a line per event when not a terminal)."""
 
-    def __init__(self, tasks: list[Task], enabled: bool):
+    def __init__(self, tasks: Sequence[Task], enabled: bool):
         self.left = {}
         for task in tasks:
             self.left[task.student] = self.left.get(task.student, 0) + 1

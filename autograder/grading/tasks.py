@@ -5,6 +5,7 @@ under which its result is stored (`autograder.reports.state`)."""
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from pathlib import Path
 
 from autograder.submissions.canvas_names import expected_name
@@ -13,7 +14,7 @@ from autograder.submissions.restore import restore_file
 from autograder.submissions.find import Found
 
 
-def make_tasks(found: dict[str, Found], templates: dict[str, Template], grading_key: str,
+def make_tasks(found: Mapping[str, Found], templates: Mapping[str, Template], grading_key: str,
                restored: Path | None = None) -> list[Task]:
     """A task for every student found and every assignment that anyone handed in (or that the course has).
     With ``restored`` (a folder of the grader's own), a notebook that lost nbgrader cells is graded from a

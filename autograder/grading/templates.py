@@ -1,7 +1,8 @@
 """Assignment templates: each assignment of the course generated once (nbgrader's generate_assignment,
 run by a worker) into its own folder, cached under ``DIR/.cache`` by a hash of its source folder,
 the nbgrader config and `autograder.checks` (which the hidden tests import). The chapter registry
-says which modules each assignment's kernels preload (`preloads`)."""
+says which modules each assignment's kernels preload, which packages they see and which rules they keep
+(`read_course`)."""
 
 from __future__ import annotations
 
@@ -9,14 +10,15 @@ import ast
 import hashlib
 import json
 import shutil
-from collections.abc import Iterable
-from dataclasses import replace
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from autograder import NBGRADER_CONFIG
 from autograder.workers.digests import hash_folder
 from autograder.workers.pool import Pool
 from autograder.records import GenerateJob, Result, Status, Template
+from autograder.workers.dispatch import KernelSet
 from course import ROOT
 from course.chapters import REGISTRY, chapters, read_registry
 from course.notebooks import code_cells
@@ -24,27 +26,34 @@ from course.notebooks import code_cells
 FORMAT_VERSION = 2
 
 
-UNREGISTERED_PRELOAD = ("torch",)  # an assignment no registry knows: torch, the safe guess (about 2 s a kernel)
+UNREGISTERED = KernelSet(("torch",), None, ())  # an assignment no registry knows: torch, the safe guess (about 2 s)
 
 
-def preloads(source: Path) -> dict[str, tuple[str, ...]]:
-    """Assignment -> the modules its kernels import before student code, as the registry says: the source
-    folder's own ``chapters.yml`` when it has one (a course of another shape), else `course/chapters.yml`."""
-    own = source / REGISTRY.name
-    return {chapter.slug: chapter.preload for chapter in (read_registry(own) if own.exists() else chapters())}
+@dataclass(frozen=True)
+class Course:
+    """What a source folder holds, read once: its notebooks and the kernels each assignment's registry entry
+    asks for (the source folder's own ``chapters.yml`` when it has one, a course of another shape, else
+    `course/chapters.yml`)."""
+
+    source: Path
+    notebooks: Mapping[str, str]  # every notebook file name -> its assignment (`course_notebooks`)
+    registered: Mapping[str, KernelSet]  # assignment -> its kernels, for those the registry knows
+
+    @property
+    def assignments(self) -> frozenset[str]:
+        return frozenset(self.notebooks.values())
+
+    def kernels(self, assignment: str) -> KernelSet:
+        """What ``assignment``'s kernels preload, see and may not call (`UNREGISTERED` when no registry knows it)."""
+        return self.registered.get(assignment, UNREGISTERED)
 
 
-def kernel_packages(source: Path) -> dict[str, tuple[str, ...] | None]:
-    """Assignment -> the only installed packages its kernels see (None: every one), as the registry says
-    (`preloads` says which registry)."""
-    own = source / REGISTRY.name
-    return {chapter.slug: chapter.packages for chapter in (read_registry(own) if own.exists() else chapters())}
-
-
-def kernel_rules(source: Path) -> dict[str, tuple[str, ...]]:
-    """Assignment -> its rules (`autograder.sandbox.rules`), as the registry says (`preloads` says which registry)."""
-    own = source / REGISTRY.name
-    return {chapter.slug: chapter.forbid for chapter in (read_registry(own) if own.exists() else chapters())}
+def read_course(source: Path) -> Course:
+    """The `Course` in ``source``."""
+    notebooks, own = course_notebooks(source), source / REGISTRY.name
+    registry = read_registry(own) if own.exists() else chapters()
+    return Course(source, notebooks,
+                  {chapter.slug: KernelSet(chapter.preload, chapter.packages, chapter.forbid) for chapter in registry})
 
 
 def test_imports(source: Path, assignments: Iterable[str]) -> tuple[str, ...]:
@@ -95,19 +104,18 @@ def course_notebooks(source: Path) -> dict[str, str]:
             if folder.is_dir() and not folder.name.startswith((".", "_")) for path in sorted(folder.glob("*.ipynb"))}
 
 
-def prepare_templates(source: Path, cache: Path, pool: Pool, only: set[str] | None = None) -> dict[str, Template]:
-    """Generate (or reuse from ``cache``) the template of every assignment folder in ``source`` (of those in
-    ``only``, when given)."""
-    assignments = sorted({a for a in course_notebooks(source).values() if only is None or a in only})
+def prepare_templates(course: Course, cache: Path, pool: Pool, only: set[str] | None = None) -> dict[str, Template]:
+    """Generate (or reuse from ``cache``) the template of every assignment of ``course`` (of those in ``only``,
+    when given)."""
+    source = course.source
+    assignments = sorted(a for a in course.assignments if only is None or a in only)
     shared = hashlib.sha256(NBGRADER_CONFIG.read_bytes() + (ROOT / "autograder" / "checks.py").read_bytes())
-    registered, packages, rules = preloads(source), kernel_packages(source), kernel_rules(source)
     templates = {}
     for a in assignments:
-        preload = registered.get(a, UNREGISTERED_PRELOAD)
-        key = hashlib.sha256(f"{FORMAT_VERSION}:{a}:{hash_folder(source / a)}:{shared.hexdigest()}:{preload}"
-                             f":{packages.get(a)}:{rules.get(a, ())}".encode()).hexdigest()
-        templates[a] = Template(a, key, cache / f"{a}-{key[:16]}", (), (), preload,  # notebooks, cells: read below
-                                packages.get(a), rules.get(a, ()))
+        kernels = course.kernels(a)
+        key = hashlib.sha256(f"{FORMAT_VERSION}:{a}:{hash_folder(source / a)}:{shared.hexdigest()}:{kernels.preload}"
+                             f":{kernels.packages}:{kernels.forbid}".encode()).hexdigest()
+        templates[a] = Template(a, key, cache / f"{a}-{key[:16]}", (), (), *kernels)  # notebooks, cells: read below
     missing = [a for a in assignments if not templates[a].gradebook.exists()]
     jobs = []
     for assignment in missing:

@@ -3,7 +3,7 @@ workers for a kernel per submission.
 
 The grader's pool starts a `Zygote` per preload set (the warm process in its sandbox,
 `autograder.sandbox.bwrap.command` with ``zygote``) and hands its address to the workers in each `Job`; a
-worker connects to it through `autograder.sandbox.zygote_client`. `check` forks one probe at the start of a
+worker connects to it through `autograder.sandbox.zygote_client`. `check_warm_start` forks one probe at the start of a
 run and raises `WarmStartUnavailable`, with the reason, when a warm kernel would be less isolated than a cold
 one (the run then grades with cold kernels).
 """
@@ -24,7 +24,7 @@ from autograder.sandbox.bwrap import command, environment, prepare_home, socket_
 from autograder.sandbox.limits import START_SECONDS, Limits
 from autograder.sandbox.zygote_client import WarmStartUnavailable, ZygoteClient
 
-PROBE_FILE = "probe.txt"  # where `check`'s probe says what it found
+PROBE_FILE = "probe.txt"  # where `check_warm_start`'s probe says what it found
 
 
 class Zygote:
@@ -99,7 +99,7 @@ if problems:
 """
 
 
-def check() -> None:
+def check_warm_start() -> None:
     """Fork one probe from a zygote and raise `WarmStartUnavailable` (why) unless it is as isolated as a cold
     kernel: no view of the solutions, other processes or other kernels' homes, loopback only, no capabilities
     and no new user namespaces."""

@@ -1,6 +1,7 @@
-"""The processes that grade: the local pool, the worker forks, the worker's main and the Dask pool.
+"""The processes that grade: the local pool, the worker forks, the worker's main and the Dask pool, and the
+`dispatch.Dispatcher` protocol the two pools share.
 
-Processes: `pool`, `forks` (its parent) and `dask_pool` run in the grader; `worker` and `forks` (its
+Processes: `dispatch`, `pool`, `forks` (its parent) and `dask_pool` run in the grader; `worker` and `forks` (its
 children) in a worker; `dask_worker` in a Dask worker.
 Imports: autograder.harness, autograder.sandbox, autograder.records.
 """

@@ -1,8 +1,8 @@
 """`python -m autograder grade ... --scheduler tcp://HOST:PORT`: the same grading on Dask distributed workers.
 
-`ClusterPool` has the local pool's interface (``run(jobs, timeout, on_result)`` and ``close()``), so the
-orchestrator (`autograder.grading.run`) keeps its templates, resume state, progress bar, gradebook, CSV and
-report as they are, and only hands its grading jobs to the cluster instead of local processes:
+`ClusterPool` is a `autograder.workers.dispatch.Dispatcher`, as the local pool is, so the orchestrator
+(`autograder.grading.run`) keeps its templates, resume state, progress bar, gradebook, CSV and report as they
+are, and only hands its grading jobs to the cluster instead of local processes:
 
 - connecting fails within ``CONNECT_TIMEOUT`` seconds, with one clear line, when the scheduler cannot
   be reached, and when no worker joins it within ``WORKER_WAIT`` seconds;
@@ -25,11 +25,12 @@ from __future__ import annotations
 import hashlib
 import sys
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 
 from autograder.workers.dask_worker import (EnvironmentMismatch, check_worker, differences, fingerprint, grade_remote,
                                        GradingPlugin, pack_template, template_archive)
+from autograder.workers.dispatch import Isolation, KernelSet
 from autograder.workers.pool import WorkerStartError
 from autograder.records import Job, Result
 from autograder.sandbox.bwrap import describe_isolation, describe_start
@@ -71,7 +72,7 @@ def connect(address: str, isolate: bool = True, timeout: float = CONNECT_TIMEOUT
 def check_workers(client, isolate: bool) -> list[str]:
     """Raise `ClusterError` naming, one line each, every worker whose environment differs from this
     client's, that cannot import the course's code, or (with ``isolate``) that cannot make the sandbox.
-    Returns why workers cannot fork warm kernels, one line each (`autograder.sandbox.warm.check`; [] when all can)."""
+    Returns why workers cannot fork warm kernels, one line each (`autograder.sandbox.warm.check_warm_start`; [] when all can)."""
     ours = fingerprint()
     try:
         theirs = client.run(check_worker, isolate, on_error="return")
@@ -92,24 +93,29 @@ def check_workers(client, isolate: bool) -> list[str]:
 
 
 class ClusterPool:
-    """Grading jobs of `autograder.grading.run` run on a Dask cluster; same ``run``/``close`` as the local pool."""
+    """Grading jobs of `autograder.grading.run` run on a Dask cluster (a `autograder.workers.dispatch.Dispatcher`)."""
 
     def __init__(self, address: str, isolate: bool = True, timeout: float = CONNECT_TIMEOUT,
                  worker_wait: float = WORKER_WAIT):
         self.client, self.cold_reasons = connect(address, isolate, timeout, worker_wait)
         self.address = address
-        self.isolate = isolate
 
-    def isolation(self, warm: bool) -> tuple[str, bool]:
+    def prepare(self, imports: tuple[str, ...], kernels: Collection[KernelSet], scratch: str,
+                warm: bool) -> dict[KernelSet, str]:
+        """Nothing to start here: each worker starts its own warm processes (`autograder.workers.dask_worker`)."""
+        return {}
+
+    def isolation(self, isolate: bool, warm: bool) -> Isolation:
         """The lines a run prints about how kernels run on the workers, and whether they start warm (not where
-        ``warm`` is off, the sandbox is, or a worker cannot: the lines say which)."""
-        line = describe_isolation(self.isolate, cluster=True)
+        ``warm`` is off, the sandbox is, or a worker cannot: the lines say which). The workers were checked for the
+        sandbox when they were connected to (`connect`)."""
+        line = describe_isolation(isolate, cluster=True)
         reasons = self.cold_reasons
-        if not (warm and self.isolate and not reasons):
-            why = ("; ".join(reasons) if reasons and warm and self.isolate
+        if not (warm and isolate and not reasons):
+            why = ("; ".join(reasons) if reasons and warm and isolate
                    else "a warm start needs the sandbox" if warm else "--cold")
-            return f"{line}\nkernels start cold ({why})", False
-        return f"{line}\n{describe_start(True)}", True
+            return Isolation(f"{line}\nkernels start cold ({why})", False)
+        return Isolation(f"{line}\n{describe_start(True)}", True)
 
     def describe(self) -> str:
         """'on the Dask cluster at ADDRESS: N workers, M threads' (each thread grades one submission at a time)."""
@@ -117,7 +123,7 @@ class ClusterPool:
         threads = sum(w.get("nthreads", 1) for w in workers.values())
         return f"on the Dask cluster at {self.address}: {len(workers)} workers, {threads} threads"
 
-    def run(self, jobs: list[Job], timeout: float, on_result: Callable[[int, Result], None]) -> None:
+    def run(self, jobs: Sequence[Job], timeout: float, on_result: Callable[[int, Result], None]) -> None:
         """Grade every job (`autograder.grading.run`'s: notebooks by path, the template folder, limits) on the
         cluster; calls ``on_result(index, result)`` here as each one finishes, its feedback pages in the
         result as a local run returns them. Interrupted (Ctrl-C, SIGTERM): cancels what is left."""

@@ -118,7 +118,7 @@ class WorkerChecks:
 
 def _checks() -> WorkerChecks:
     from autograder.sandbox.probe import SandboxUnavailable, check_isolation
-    from autograder.sandbox.warm import WarmStartUnavailable, check as warm_check
+    from autograder.sandbox.warm import WarmStartUnavailable, check_warm_start
 
     try:
         check_isolation()
@@ -126,7 +126,7 @@ def _checks() -> WorkerChecks:
     except SandboxUnavailable as error:
         sandbox = str(error)
     try:
-        warm_check()
+        check_warm_start()
         warm = ""
     except WarmStartUnavailable as error:
         warm = str(error)
@@ -212,7 +212,8 @@ def grade_remote(job: Job, notebooks: dict[str, bytes | None], timeout: float, c
                 path.write_bytes(data)
                 paths[name] = str(path)
         results: list[Result] = []
-        slot.pool.run([job.moved(paths, folder, slot.scratch)], timeout, lambda index, result: results.append(result))
+        here_job = slot.pool.with_zygote(job.moved(paths, folder, slot.scratch))
+        slot.pool.run([here_job], timeout, lambda index, result: results.append(result))
         return results[0]
     finally:
         shutil.rmtree(here, ignore_errors=True)

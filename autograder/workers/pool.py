@@ -1,4 +1,4 @@
-"""The local worker pool: ``--jobs`` `autograder.harness.notebook` processes, each grading one job at a time.
+"""The local worker pool: ``--jobs`` `autograder.workers.worker` processes, each grading one job at a time.
 
 A worker that dies or overruns its job's time limit is killed (its sandboxed kernel dies with it:
 bwrap runs with ``--die-with-parent``) and replaced; only that job fails. A job whose worker died is
@@ -20,15 +20,18 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from autograder.sandbox.guards import kill_group
-from autograder.sandbox.limits import START_SECONDS
 from autograder.harness.nbgrader_course import nbgrader_environment
 from autograder.records import GenerateJob, Job, Result
-from autograder.sandbox.warm import Zygote
+from autograder.sandbox.bwrap import describe_isolation, describe_start
+from autograder.sandbox.guards import kill_group
+from autograder.sandbox.limits import START_SECONDS
+from autograder.sandbox.probe import check_isolation
+from autograder.sandbox.warm import WarmStartUnavailable, Zygote, check_warm_start
+from autograder.workers.dispatch import Isolation, KernelSet
 from autograder.workers.forks import ForkedWorker, WorkerForks, log_tail
 from course import ROOT
 
@@ -39,8 +42,25 @@ class WorkerStartError(RuntimeError):
     """A grading worker could not start: the message says why."""
 
 
+def isolation_line(isolate: bool, warm: bool) -> Isolation:
+    """Start one sandbox (unless ``isolate`` is off) and say how kernels will run; `SandboxUnavailable` if
+    no sandbox can be made. Then, unless ``warm`` is off, fork one warm probe (`autograder.sandbox.warm.check_warm_start`):
+    the lines, and whether kernels are forked warm (False, and why, where a warm one cannot be made)."""
+    if not isolate:
+        return Isolation(describe_isolation(isolate) + "\nkernels start cold: a warm start needs the sandbox", False)
+    check_isolation()
+    if not warm:
+        return Isolation(describe_isolation(isolate) + "\n" + describe_start(False), False)
+    try:
+        check_warm_start()
+    except WarmStartUnavailable as error:
+        return Isolation(f"{describe_isolation(isolate)}\nwarm start unavailable: {error}; each submission gets a "
+                         "cold kernel instead (as with --cold)", False)
+    return Isolation(describe_isolation(isolate) + "\n" + describe_start(True), True)
+
+
 class Worker:
-    """One job slot: a persistent `autograder.harness.notebook` process, replaced when it dies or overruns."""
+    """One job slot: a persistent `autograder.workers.worker` process, replaced when it dies or overruns."""
 
     def __init__(self, slot: int, env: dict[str, str], log: Path, python: str = sys.executable):
         self.slot, self.env, self.log, self.python = slot, env, log, python
@@ -123,7 +143,8 @@ class Worker:
 
 
 class Pool:
-    """Up to ``jobs`` workers, started when there is work; `run` hands out jobs and reports each result."""
+    """Up to ``jobs`` workers, started when there is work; `run` hands out jobs and reports each result
+    (a `autograder.workers.dispatch.Dispatcher`)."""
 
     def __init__(self, jobs: int, logs: Path, python: str = sys.executable):
         # The worker runs test cells and the kernel the student's code, each waiting on the other: OpenMP threads
@@ -134,14 +155,13 @@ class Pool:
         logs.mkdir(parents=True, exist_ok=True)
         self.workers = [Worker(i, env, logs / f"worker-{i}.log", python) for i in range(jobs)]
         self.forks: WorkerForks | None = None
-        self.modules: tuple[str, ...] = ()  # `import_once`
+        self.modules: tuple[str, ...] = ()  # `prepare`
         self.logs = logs
         self.closing = threading.Event()
-        # (preload set, packages shown, rules) -> its warm process (`autograder.sandbox.warm`)
-        self.zygotes: dict[tuple[tuple[str, ...], tuple[str, ...] | None, tuple[str, ...]], Zygote] = {}
+        self.zygotes: dict[KernelSet, Zygote] = {}  # each set of kernels' warm process (`autograder.sandbox.warm`)
         self.zygote_log = open(logs / "zygotes.log", "ab")  # noqa: SIM115 - open while the pool lives
 
-    def run(self, jobs: list[Job] | list[GenerateJob], timeout: float,
+    def run(self, jobs: Sequence[Job] | Sequence[GenerateJob], timeout: float,
             on_result: Callable[[int, Result], None]) -> None:
         """Run every job; calls ``on_result(index, result)`` in this thread as each one finishes.
 
@@ -171,7 +191,6 @@ class Pool:
         complete = any(isinstance(job, Job) for job in jobs)
         for worker in self.workers[:len(jobs)]:
             worker.spawn(complete)  # in this thread: a worker dies with the thread that started it
-        jobs = [self._warm(job) for job in jobs]
         threads = [threading.Thread(target=serve, args=(w,), daemon=True) for w in self.workers[:len(jobs)]]
         for thread in threads:
             thread.start()
@@ -182,29 +201,37 @@ class Pool:
                 raise item
             on_result(*item)
 
-    def import_once(self, modules: tuple[str, ...]) -> None:
+    def prepare(self, imports: tuple[str, ...], kernels: Collection[KernelSet], scratch: str,
+                warm: bool) -> dict[KernelSet, str]:
         """What the run's jobs import (torch, transformers' Llama): with two workers or more, each is forked from
-        one process that imports these once (`autograder.workers.forks`). Call it before the first `run`."""
-        self.modules = modules
+        one process that imports these once (`autograder.workers.forks`); and, with ``warm``, the zygote of each of
+        ``kernels``, started now (`start_zygote`). Call it before the first `run`; returns the zygotes' addresses."""
+        self.modules = imports
+        return {k: self.start_zygote(k, scratch).address for k in sorted(kernels, key=repr)} if warm else {}
 
-    def start_zygote(self, preload: tuple[str, ...], scratch: str, packages: tuple[str, ...] | None = None,
-                     forbid: tuple[str, ...] = ()) -> Zygote:
-        """The zygote of ``preload`` whose kernels see only ``packages`` (None: all) and keep ``forbid``'s rules
-        (`autograder.sandbox.warm`), started here on first use and not waited for: it imports while the workers do other
-        work. Called from the thread that runs the pool: it dies with that thread."""
-        key = (preload, packages, forbid)
-        if key not in self.zygotes:
+    def isolation(self, isolate: bool, warm: bool) -> Isolation:
+        """How this machine's kernels run (`isolation_line`)."""
+        return isolation_line(isolate, warm)
+
+    def describe(self) -> str:
+        return f"with {len(self.workers)} jobs"
+
+    def start_zygote(self, kernels: KernelSet, scratch: str) -> Zygote:
+        """The zygote of ``kernels`` (`autograder.sandbox.warm`), started here on first use and not waited for: it
+        imports while the workers do other work. Called from the thread that runs the pool: it dies with that
+        thread."""
+        if kernels not in self.zygotes:
             threads = {key: value for key, value in self.workers[0].env.items() if key in THREADS}
-            self.zygotes[key] = Zygote(preload, scratch, self.zygote_log, threads, packages, forbid)
-        return self.zygotes[key]
+            self.zygotes[kernels] = Zygote(kernels.preload, scratch, self.zygote_log, threads, kernels.packages,
+                                           kernels.forbid)
+        return self.zygotes[kernels]
 
-    def _warm(self, job: Job | GenerateJob) -> Job | GenerateJob:
-        """The job with the address of its preload set's zygote (`start_zygote`), when it is to start warm."""
-        if not isinstance(job, Job) or not (job.warm and job.isolate):
+    def with_zygote(self, job: Job) -> Job:
+        """A job made elsewhere (by a Dask cluster's client), with the address of this machine's zygote of its
+        kernels when it is to start warm."""
+        if not (job.warm and job.isolate):
             return job
-        template = job.template
-        return replace(job, zygote=self.start_zygote(template.preload, job.scratch, template.packages,
-                                                     template.forbid).address)
+        return replace(job, zygote=self.start_zygote(KernelSet.of(job.template), job.scratch).address)
 
     def close(self) -> None:
         """Stop the workers and the zygotes (their sandboxes die with them)."""

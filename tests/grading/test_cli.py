@@ -5,7 +5,9 @@ stored state unchanged."""
 
 from __future__ import annotations
 
+import inspect
 import json
+import sys
 import zipfile
 from dataclasses import replace
 from pathlib import Path
@@ -14,16 +16,18 @@ import pytest
 
 from autograder.workers import pool as pool_module
 from autograder.__main__ import main
-from autograder.grading.templates import prepare_templates
-from autograder.grading.run import _handed_in
+from autograder.grading.plan import handed_in
+from autograder.grading.secret import hand_in_key
+from autograder.grading.templates import prepare_templates, read_course
 from autograder.sandbox.limits import Limits
 from autograder.reports.layout import OutputFolder
 from autograder.grading.options import Options
 from autograder.records import CellResult, Job, Result, Task, Template
 from autograder.reports.state import load_state, save_state
 from autograder.submissions.find import find
+from autograder.workers.dispatch import Dispatcher, Isolation, KernelSet
 from course import ROOT
-from tests.grading_helpers import FIXTURE_SOURCE, InstantPool, NoGradebook, read_grades
+from tests.grading_helpers import FIXTURE_SOURCE, InstantPool, NoGradebook, plan_of, read_grades
 
 JOB = Job(Template("toy", "key", Path("/nonexistent"), ("toy",), ()), {"toy": None}, Limits(), isolate=True)
 
@@ -104,8 +108,8 @@ def test_templates_are_built_only_for_the_assignments_handed_in(tmp_path: Path) 
     (tmp_path / "subs" / "ada" / "toy").mkdir(parents=True)
     (tmp_path / "subs" / "ada" / "toy" / "toy.ipynb").write_text("{}")
     found, _ = find(tmp_path / "subs", {"toy.ipynb": "toy", "toy_torch.ipynb": "toy_torch"}, tmp_path / "staging")
-    options = Options(submissions=tmp_path / "subs", out=tmp_path / "out", jobs=1, source=FIXTURE_SOURCE)
-    assert _handed_in(found, options) == {"toy"}
+    course = read_course(FIXTURE_SOURCE)
+    assert handed_in(found, course, ()) == {"toy"}
 
     class Recorder:
         jobs: list[dict] = []
@@ -116,7 +120,7 @@ def test_templates_are_built_only_for_the_assignments_handed_in(tmp_path: Path) 
 
     recorder = Recorder()
     with pytest.raises(RuntimeError, match="stop here"):
-        prepare_templates(FIXTURE_SOURCE, tmp_path / "cache", recorder, {"toy"})
+        prepare_templates(course, tmp_path / "cache", recorder, {"toy"})
     assert [job.template.assignment for job in recorder.jobs] == ["toy"]
 
 
@@ -134,6 +138,48 @@ def test_a_worker_that_dies_mid_job_is_transient_a_timeout_is_final(tmp_path: Pa
     result = worker.run(JOB, timeout=0.5)
     assert result.transient is False and result.reason == "grading took longer than 0 s and was stopped", result
 
+
+
+def test_a_job_is_built_once_and_the_pool_sends_it_as_built(tmp_path: Path) -> None:
+    """`RunPlan.job` makes each job whole (its zygote's address where the run's kernels start warm, its hand-in's
+    key); the local pool sends it to its worker as it was made, without filling anything in."""
+    template = Template("toy", "key", tmp_path / "template", ("toy",), (("toy", "test_add", 1.0),), ("math",))
+    task = Task("ada", "toy", {"toy": str(tmp_path / "toy.ipynb")})
+    (tmp_path / "toy.ipynb").write_text("{}")
+    options = Options(tmp_path / "in", tmp_path / "out", 1)
+    plan = plan_of(options, [task], {"toy": template})
+    warm = replace(plan, isolation=Isolation("", True), zygotes={KernelSet.of(template): "/run/zygote.sock"})
+    job = warm.job(task, tmp_path)
+    assert (job.warm, job.zygote, job.isolate, job.scratch) == (True, "/run/zygote.sock", True, str(tmp_path))
+    assert job.hidden_key == hand_in_key(warm.secret, "ada", "toy", task.notebooks) and job.hidden_key
+    cold = replace(plan, isolation=Isolation("", False), zygotes=warm.zygotes).job(task, tmp_path)
+    assert (cold.warm, cold.zygote) == (False, ""), "a cold run's job names no zygote"
+    # A worker that answers each job with the line it was sent.
+    echo = tmp_path / "echo"
+    echo.write_text(f"#!{sys.executable}\nimport json, sys\nprint(json.dumps({{'ready': 1}}), flush=True)\n"
+                    "for line in sys.stdin:\n    print(json.dumps({'status': 'failed', 'reason': line.strip()}), "
+                    "flush=True)\n")
+    echo.chmod(0o755)
+    pool = pool_module.Pool(1, tmp_path / "logs", python=str(echo))
+    sent: list[str] = []
+    try:
+        pool.run([replace(job, zygote="")], 30, lambda index, result: sent.append(result.reason))
+    finally:
+        pool.close()
+    assert sent == [replace(job, zygote="").to_json()], "the pool changed the job it was given"
+    assert not pool.zygotes, "the pool started a zygote of its own for a job made without one"
+
+
+def test_the_local_pool_and_the_cluster_are_the_same_dispatcher() -> None:
+    """`grade` uses either without asking which: both have every method of `Dispatcher`, with its parameters."""
+    from autograder.workers.dask_pool import ClusterPool
+
+    methods = [name for name in vars(Dispatcher) if not name.startswith("_")]
+    assert methods == ["prepare", "isolation", "describe", "run", "close"]
+    for name in methods:
+        wanted = list(inspect.signature(getattr(Dispatcher, name)).parameters)
+        for dispatcher in (pool_module.Pool, ClusterPool):
+            assert list(inspect.signature(getattr(dispatcher, name)).parameters) == wanted, (dispatcher, name)
 
 
 def test_a_result_crosses_the_protocol_and_the_state_unchanged(tmp_path: Path) -> None:
@@ -188,6 +234,6 @@ def test_a_rerun_shows_a_tasks_note_once(tmp_path: Path, monkeypatch) -> None:
                               feedback={"toy.html": "<p>your grade</p>"}))
     options = Options(tmp_path / "in", tmp_path / "out", 1, progress=False)
     for run in range(2):  # the second run reuses the stored result
-        assert grade._grade_tasks(options, [task], {"toy": template}, pool, tmp_path) == 0
+        assert grade._grade_tasks(plan_of(options, [task], {"toy": template}), pool, tmp_path) == 0
         assert read_grades(tmp_path / "out")[("ada", "toy")]["reason"] == note, f"run {run + 1}"
     assert pool.jobs == 1, "the second run should have reused the stored result"

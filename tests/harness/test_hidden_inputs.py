@@ -20,7 +20,7 @@ from autograder.harness.hidden_seed import HIDDEN_KEY, derived_seed
 from autograder.harness.graded_cells import TrustedCells
 from course.chapters import chapter, chapters
 from course.notebooks import code_cells, solution_sources, student_notebook
-from tests.grading_helpers import InstantPool, NoGradebook, grade_cli, read_grades, write_submission
+from tests.grading_helpers import InstantPool, NoGradebook, grade_cli, plan_of, read_grades, write_submission
 from tests.stand_in import StandIn, run_notebook, score
 
 CH1 = chapter("01_similarity")
@@ -104,7 +104,7 @@ def _keys(tmp_path: Path, out: Path, tasks: list[Task], monkeypatch, secret_file
     templates = {CH1.slug: _template(tmp_path / "template" / out.name)}
     out.mkdir(exist_ok=True)
     options = Options(tmp_path / "in", out, 1, progress=False, force=True, secret_file=secret_file)
-    assert grade._grade_tasks(options, tasks, templates, pool, tmp_path) == 0
+    assert grade._grade_tasks(plan_of(options, tasks, templates), pool, tmp_path) == 0
     for job in pool.given:
         secret = (secret_file or OutputFolder(out).secret).read_text().strip()
         assert secret not in job.to_json(), "a job carries its hand-in's key, never the instructor's secret"

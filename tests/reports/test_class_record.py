@@ -22,7 +22,7 @@ from autograder.reports.state import Stored
 from autograder.grading.options import Options
 from autograder.records import CellResult, GradeRow, Result, Status, Task, Template
 from autograder.submissions.find import Found, find, select
-from tests.grading_helpers import (FIXTURE_SOURCE, InstantPool, grade_cli, gradebook_scores, read_grades,
+from tests.grading_helpers import (FIXTURE_SOURCE, InstantPool, grade_cli, gradebook_scores, plan_of, read_grades,
                                    released_notebooks, require_sandbox, solution_sources, student_notebook, write_zip)
 
 TOY = Template("toy", "key", Path("/nonexistent"), ("toy",), (("toy", "test_add", 1.0),))
@@ -54,7 +54,7 @@ def _run(tmp_path: Path, monkeypatch, tasks: list[Task], result: Result, capsys=
         for path in filter(None, task.notebooks.values()):
             Path(path).write_text("{}")
     options = Options(tmp_path / "in", tmp_path / "out", 1, progress=False)
-    status = grade._grade_tasks(options, tasks, {"toy": TOY}, InstantPool(result), tmp_path)
+    status = grade._grade_tasks(plan_of(options, tasks, {"toy": TOY}), InstantPool(result), tmp_path)
     return status, capsys.readouterr().err if capsys else ""
 
 

@@ -1,0 +1,95 @@
+"""`RunPlan`: what a run of `grade` works from, computed once (`make_plan`) from its `Options` and the
+submissions found, and then only read: the output folder and what it stored, the course, the templates of the
+assignments handed in, the tasks, how kernels run (warm or cold, and why), and the settings every job and class
+file is made with. `make_plan` is where the options are read after the submissions are found; later steps
+read the plan.
+
+Runs in the grader.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from autograder.grading.options import Options
+from autograder.grading.secret import hand_in_key, load_secret
+from autograder.grading.tasks import make_tasks
+from autograder.grading.templates import Course, prepare_templates, test_imports
+from autograder.records import Job, Task, Template
+from autograder.reports.layout import OutputFolder
+from autograder.reports.state import Stored
+from autograder.sandbox.limits import Limits
+from autograder.submissions.find import Found
+from autograder.workers.dispatch import Dispatcher, Isolation, KernelSet
+from autograder.workers.pool import Pool
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """One run of `grade`, decided before anything is graded."""
+
+    out: OutputFolder
+    course: Course
+    stored: Mapping[tuple[str, str], Stored]  # DIR's rows when the run began: (student, assignment) -> its row
+    db_url: str  # the class gradebook (`--db`, else DIR's SQLite file)
+    limits: Limits
+    isolate: bool
+    force: bool  # grade again what is stored
+    progress: bool
+    similarity_threshold: float | None  # None: no similarity.csv
+    templates: Mapping[str, Template]  # of the assignments handed in, asked for or stored in DIR
+    tasks: tuple[Task, ...]
+    isolation: Isolation  # how kernels run: warm or cold, and why
+    zygotes: Mapping[KernelSet, str]  # the warm processes started for this run's kernels: their addresses
+    secret: bytes = field(repr=False)  # what hidden inputs derive from (`autograder.grading.secret`)
+
+    @classmethod
+    def of(cls, options: Options, out: OutputFolder, course: Course, stored: Mapping[tuple[str, str], Stored],
+           templates: Mapping[str, Template], tasks: list[Task], isolation: Isolation,
+           zygotes: Mapping[KernelSet, str], secret: bytes) -> RunPlan:
+        """The plan of ``options``, graded into ``out``, once the rest is known: the one place options are read
+        after the submissions are found."""
+        return cls(out, course, stored, options.db_url or out.gradebook_url, options.limits, options.isolate,
+                   options.force, options.progress, options.similarity_threshold, templates, tuple(tasks), isolation,
+                   zygotes, secret)
+
+    def job(self, task: Task, scratch: Path) -> Job:
+        """The job that grades ``task``, forked warm from its kernels' zygote when this run's kernels are."""
+        template = self.templates[task.assignment]
+        zygote = self.zygotes.get(KernelSet.of(template), "") if self.isolation.warm else ""
+        return Job(template, task.notebooks, self.limits, self.isolate, scratch=str(scratch), warm=self.isolation.warm,
+                   zygote=zygote, hidden_key=hand_in_key(self.secret, task.student, task.assignment, task.notebooks))
+
+
+def handed_in(found: Mapping[str, Found], course: Course, asked: tuple[str, ...]) -> set[str] | None:
+    """The assignments whose template is needed: those handed in, else those ``asked`` for (None: every one)."""
+    given = {a for entry in found.values() for part in (entry.files, entry.others, entry.problems) for a in part if a}
+    return (given & course.assignments) or set(asked) or None
+
+
+def make_plan(options: Options, out: OutputFolder, course: Course, found: Mapping[str, Found],
+              stored: Mapping[tuple[str, str], Stored], pool: Pool, dispatcher: Dispatcher, scratch: Path) -> RunPlan:
+    """Plan the run: the secret made or refused first (`autograder.grading.secret.SecretUnusable`), then what
+    the workers import and the warm processes of the kernels handed in started (`Dispatcher.prepare`), which
+    import while ``pool`` makes the templates of the assignments handed in or ``stored`` in DIR and the sandbox
+    is checked (`Dispatcher.isolation`: `autograder.sandbox.probe.SandboxUnavailable`); then the tasks."""
+    given = handed_in(found, course, options.assignments)
+    needed = None if given is None else given | ({a for _, a in stored} & course.assignments)
+    secret = load_secret(options.secret_file or out.secret)
+    prepared = given or set(course.registered)
+    kernels = {course.kernels(a) for a in prepared}
+    imports = set().union(*(k.preload for k in kernels), test_imports(course.source, prepared))
+    zygotes = dispatcher.prepare(tuple(sorted(imports)), kernels, str(scratch), options.warm and options.isolate)
+    with ThreadPoolExecutor(1) as background:
+        checked = background.submit(dispatcher.isolation, options.isolate, options.warm)
+        # nbgrader's API (a second of imports), which reading the templates needs, while the workers make them.
+        background.submit(importlib.import_module, "nbgrader.api")
+        templates = prepare_templates(course, out.cache, pool, needed)
+        isolation = checked.result()
+    tasks = make_tasks(found, templates, options.grading_key, scratch / "restored")
+    return RunPlan.of(options, out, course, stored, templates, tasks, isolation, zygotes, secret)
+
