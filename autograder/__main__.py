@@ -172,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
         if unknown:
             print(f"error: {unknown[0]} is not an assignment of this course ({', '.join(slugs())})", file=sys.stderr)
             return USAGE_ERROR
-        if problem := student_tree.check(args):
+        if problem := student_tree.options_problem(args):
             print(f"error: {problem}", file=sys.stderr)
             return USAGE_ERROR
         for folder in release(assignments=tuple(args.assignments) or None):

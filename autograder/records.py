@@ -22,7 +22,7 @@ NOT_GRADED = "not graded:"  # how grades.csv's reason starts when the submission
 NO_SUBMISSION = "no submission"  # how the reason of a row with nothing handed in starts (`autograder.grading.tasks`)
 PENDING = "manual grading pending:"  # the note of grades.csv's reason naming the cells that wait for their points
 PENDING_NOTE = re.compile(re.escape(PENDING) + r" [^;()]* points \((?P<cells>[^;()]*)\)$")  # always the reason's end
-GRADES_COLUMNS = ["student_id", "assignment", "score", "max_score", "reason", "lms_user_id", "late"]
+GRADES_COLUMNS = ("student_id", "assignment", "score", "max_score", "reason", "lms_user_id", "late")
 
 
 class Status(StrEnum):

@@ -31,6 +31,7 @@ WORKER_SIDE = sorted([*(PACKAGE / "harness").glob("*.py"),
                       *(PACKAGE / "sandbox" / name for name in ("warm.py", "zygote.py", "zygote_client.py",
                                                                 "zygote_protocol.py", "kernel.py")),
                       *(PACKAGE / "workers" / name for name in ("forks.py", "dask_worker.py", "worker.py"))])
+EVERY_MODULE = sorted(path for path in PACKAGE.rglob("*.py") if path.name != "nbgrader_config.py")
 # Set inside `warnings.catch_warnings()`, which puts it back when the cell ends (`TrustedCells._run`).
 SCOPED = {("graded_cells.py", "warnings.showwarning")}
 MUTATORS = {"append", "extend", "insert", "pop", "remove", "clear", "update", "add", "discard", "setdefault",
@@ -83,8 +84,8 @@ def module_state(source: str, file: str = "") -> list[str]:
     return found
 
 
-@pytest.mark.parametrize("module", WORKER_SIDE, ids=lambda path: str(path.relative_to(PACKAGE)))
-def test_the_worker_side_keeps_no_module_level_state(module: Path) -> None:
+@pytest.mark.parametrize("module", EVERY_MODULE, ids=lambda path: str(path.relative_to(PACKAGE)))
+def test_no_module_changes_module_level_state_or_patches_another(module: Path) -> None:
     assert module_state(module.read_text(), module.name) == [], (
         f"{module.relative_to(ROOT)} keeps state at module level or patches another module: keep it on the object "
         "that owns it (the kernel manager, the TrustedExecute, the worker's main loop, the Dask worker's plugin)")

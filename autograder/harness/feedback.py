@@ -156,9 +156,9 @@ def sanitize_for_feedback(notebook: nbformat.NotebookNode) -> None:
     SafeOutputs().preprocess(notebook, {})
 
 
-class _CompiledTemplates(BytecodeCache):
-    """Jinja bytecode kept in memory: a worker compiles nbconvert's feedback templates once, not once a job
-    (a tenth of a second each time). A template whose source changed is compiled again (jinja checks it)."""
+class CompiledTemplates(BytecodeCache):
+    """Jinja bytecode kept in memory: a worker (which keeps one, `autograder.harness.notebook.Kept`) compiles
+    nbconvert's feedback templates once, not once a job (a tenth of a second each time). A template whose source changed is compiled again (jinja checks it)."""
 
     def __init__(self) -> None:
         self.stored: dict[str, bytes] = {}
@@ -171,14 +171,14 @@ class _CompiledTemplates(BytecodeCache):
         self.stored[bucket.key] = bucket.bytecode_to_string()
 
 
-_TEMPLATES = _CompiledTemplates()
-
-
-class FeedbackExporter(HTMLExporter):
+def feedback_exporter(templates: CompiledTemplates) -> type[HTMLExporter]:
     """nbgrader's feedback exporter (HTMLExporter, configured as nbgrader configures it) whose templates are
-    compiled once per process (`GenerateFeedback.exporter_class` in `autograder.harness.notebook`)."""
+    compiled once into ``templates`` (`GenerateFeedback.exporter_class` in `autograder.harness.notebook`)."""
 
-    def _create_environment(self) -> Environment:
-        environment = super()._create_environment()
-        environment.bytecode_cache = _TEMPLATES
-        return environment
+    class FeedbackExporter(HTMLExporter):
+        def _create_environment(self) -> Environment:
+            environment = super()._create_environment()
+            environment.bytecode_cache = templates
+            return environment
+
+    return FeedbackExporter

@@ -32,6 +32,7 @@ import shutil
 import sys
 import tempfile
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 # jsonschema (imported by nbformat) compiles ~40 grammars at import when rfc3987_syntax is installed,
@@ -41,8 +42,8 @@ sys.modules.setdefault("rfc3987_syntax", None)
 import nbformat  # noqa: E402
 
 from autograder.harness.execute import TrustedExecute  # noqa: E402
-from autograder.harness.feedback import (MESSAGE_LIMIT, FeedbackExporter, cell_message, incidents,  # noqa: E402
-                                         sanitize_for_feedback, shorten, wrapped)
+from autograder.harness.feedback import (MESSAGE_LIMIT, CompiledTemplates, cell_message,  # noqa: E402
+                                         feedback_exporter, incidents, sanitize_for_feedback, shorten, wrapped)
 from autograder.harness.nbgrader_course import course_config, generate_assignment, run_converter  # noqa: E402
 from autograder.harness.safe_html import with_csp  # noqa: E402
 from autograder.harness.timings import JobClock, job_timings, read_kernel_times  # noqa: E402
@@ -82,7 +83,6 @@ def grading_config(course: Path, db_url: str, cell_timeout: int, home: Path, soc
     config.TrustedExecute.channel_folder = str(channel.link)
     config.TrustedExecute.hidden_key = hidden_key
     config.TrustedExecute.forbid = list(forbid)
-    config.GenerateFeedback.exporter_class = FeedbackExporter
     config.LimitOutput.max_lines = 200
     config.LimitOutput.max_traceback = 60
     return config
@@ -164,26 +164,35 @@ def _write_submission(notebooks: dict[str, bytes | None], submitted: Path) -> li
     return problems
 
 
-def grade_submission(job: Job, notebooks: dict[str, bytes | None], zygotes: ZygoteClients | None = None) -> Result:
+@dataclass(frozen=True)
+class Kept:
+    """What a worker keeps from job to job: its connections to the zygotes and its compiled feedback templates."""
+
+    zygotes: ZygoteClients = field(default_factory=ZygoteClients)
+    templates: CompiledTemplates = field(default_factory=CompiledTemplates)
+
+
+def grade_submission(job: Job, notebooks: dict[str, bytes | None], kept: Kept | None = None) -> Result:
     """Grade one student's submission of one assignment in a sandboxed kernel.
 
     ``notebooks`` maps each notebook name of the assignment to its submitted bytes (None: not handed in);
     ``job`` names the assignment's template folder (``gradebook.db`` and ``release/<assignment>/``), the
     limits, the modules to preload and whether to sandbox the kernel (``isolate`` False: resource limits
-    only); ``zygotes``: the worker's connections to the zygotes, kept from job to job (None: a new one).
+    only); ``kept``: what the worker keeps from job to job (`Kept`; None: nothing kept).
     Returns the `Result`: ``graded`` (its cells, timings and feedback pages) or ``failed``.
     One job at a time per process (nbgrader's error log, `autograder.harness.nbgrader_course.run_converter`, is
     the process's).
     """
     workdir = Path(tempfile.mkdtemp(prefix="job-", dir=job.scratch or None))
-    zygote = _zygote(job, zygotes or ZygoteClients())
+    kept = kept or Kept()
+    zygote = _zygote(job, kept.zygotes)
     home = zygote.new_home() if zygote else workdir / "kernel"
     home.mkdir(exist_ok=True)
     sockets = socket_link(home)
     channel = zygote.new_channel() if zygote else new_channel(workdir)
     view = KernelHome(home, sockets) if job.isolate else None
     try:
-        return _grade(job, notebooks, workdir, home, view, sockets, zygote, channel)
+        return _grade(job, notebooks, workdir, home, view, sockets, zygote, channel, kept.templates)
     finally:
         if view is not None:
             view.close()
@@ -207,8 +216,9 @@ def _zygote(job: Job, zygotes: ZygoteClients) -> ZygoteClient | None:
 
 
 def _grade(job: Job, notebooks: dict[str, bytes | None], workdir: Path, home: Path, view: KernelHome | None,
-           sockets: Path, zygote: ZygoteClient | None, channel: Channel) -> Result:
-    """``view``: how the worker reaches ``home`` once the sandboxed kernel made it its tmpfs (None: no sandbox)."""
+           sockets: Path, zygote: ZygoteClient | None, channel: Channel, templates: CompiledTemplates) -> Result:
+    """``view``: how the worker reaches ``home`` once the sandboxed kernel made it its tmpfs (None: no sandbox);
+    ``templates``: the worker's compiled feedback templates."""
     assignment, template, limits = job.assignment, job.template, job.limits
     released = template.released
     course = workdir / "course"
@@ -258,6 +268,7 @@ def _grade(job: Job, notebooks: dict[str, bytes | None], workdir: Path, home: Pa
             autograded.chmod(0o644)  # nbgrader leaves it read-only (only root could write it back)
             nbformat.write(notebook, autograded)
     config = grading_config(course, db_url, limits.cell_seconds, home, sockets, channel)
+    config.GenerateFeedback.exporter_class = feedback_exporter(templates)
     error_log = run_converter(GenerateFeedback, config, assignment, STUDENT)
     feedback = {html.name: with_csp(wrapped(html.read_text()))
                 for html in sorted((course / "feedback" / STUDENT / assignment).glob("*.html"))}

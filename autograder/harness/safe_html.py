@@ -19,6 +19,7 @@ through: for outputs, the sanitiser and the policy each stop a planted script on
 from __future__ import annotations
 
 import re
+from types import MappingProxyType
 from typing import Any
 
 import bleach
@@ -26,10 +27,11 @@ import nbformat
 from nbconvert.filters.markdown_mistune import markdown2html_mistune
 from nbconvert.preprocessors.sanitize import SanitizeHTML
 
-TAGS = [*bleach.ALLOWED_TAGS, "p", "div", "span", "pre", "br", "hr", "h1", "h2", "h3", "h4", "h5", "h6", "sub",
-        "sup", "table", "caption", "thead", "tbody", "tfoot", "tr", "th", "td"]
-ATTRIBUTES = {**bleach.ALLOWED_ATTRIBUTES, "*": ["class"], "table": ["border"],
-              "th": ["colspan", "rowspan", "align"], "td": ["colspan", "rowspan", "align"]}
+TAGS = (*bleach.ALLOWED_TAGS, "p", "div", "span", "pre", "br", "hr", "h1", "h2", "h3", "h4", "h5", "h6", "sub",
+        "sup", "table", "caption", "thead", "tbody", "tfoot", "tr", "th", "td")
+ATTRIBUTES = MappingProxyType({**{tag: tuple(names) for tag, names in bleach.ALLOWED_ATTRIBUTES.items()},
+                               "*": ("class",), "table": ("border",), "th": ("colspan", "rowspan", "align"),
+                               "td": ("colspan", "rowspan", "align")})
 
 # No exception for scripts at all: the feedback pages do not vendor MathJax (nbgrader's template links it
 # from a CDN), so the policy blocks that too and TeX in the page shows as its source. Inline styles are the
@@ -57,7 +59,8 @@ class SafeOutputs(SanitizeHTML):
     """
 
     def __init__(self, **kwargs: Any) -> None:
-        super().__init__(tags=TAGS, attributes=ATTRIBUTES, sanitized_output_types={"text/html"}, **kwargs)
+        super().__init__(tags=list(TAGS), attributes={tag: list(names) for tag, names in ATTRIBUTES.items()},
+                         sanitized_output_types={"text/html"}, **kwargs)
 
     def preprocess_cell(self, cell: nbformat.NotebookNode, resources: dict, index: int):
         """Sanitise a cell's outputs, or the source of a Markdown or raw cell the student could have written."""

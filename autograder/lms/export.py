@@ -18,6 +18,7 @@ import os
 import sys
 import tempfile
 from pathlib import Path
+from types import MappingProxyType
 
 from autograder.lms import canvas as lms_canvas
 
@@ -27,9 +28,10 @@ from autograder.lms.manual import with_manual_points
 from autograder.lms.table import ExportError, read_table, table_bytes
 
 MATCH = "email"  # how Moodle rows are matched when --match is not given
-IMPORT_STEPS = {"canvas": "In Canvas: Grades > Import, choose {out}, check the changes it lists, then Upload.",
-                "moodle": "In Moodle: Grades > Import > CSV file, choose {out}, map '{column}' to the user's {column} "
-                          "and the grade column to its grade item, then Upload grades."}
+IMPORT_STEPS = MappingProxyType({
+    "canvas": "In Canvas: Grades > Import, choose {out}, check the changes it lists, then Upload.",
+    "moodle": "In Moodle: Grades > Import > CSV file, choose {out}, map '{column}' to the user's {column} "
+              "and the grade column to its grade item, then Upload grades."})
 
 
 def add_parser(commands: "argparse._SubParsersAction") -> None:

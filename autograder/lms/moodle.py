@@ -20,11 +20,12 @@ import re
 import unicodedata
 from collections import Counter
 from dataclasses import replace
+from types import MappingProxyType
 
 from autograder.lms.grades import Column, ExportLayout, Grades, StudentRow, check_distinct
 from autograder.lms.table import ExportError, Table, parse_number, uses_decimal_comma
 
-MATCH_COLUMNS = {"email": "Email address", "idnumber": "ID number", "name": "First name"}
+MATCH_COLUMNS = MappingProxyType({"email": "Email address", "idnumber": "ID number", "name": "First name"})
 GRADE_ITEM = re.compile(r"^(?P<item>.+) \((?P<display>[^()]+)\)$")
 NOT_POINTS = ("Percentage", "Letter", "Feedback")
 

@@ -4,6 +4,7 @@ field and runs none, and ``grades.csv`` read back (`read_grade_rows`)."""
 from __future__ import annotations
 
 import csv
+from collections.abc import Sequence
 from pathlib import Path
 
 from autograder.records import GRADES_COLUMNS, GradeRow
@@ -26,7 +27,7 @@ def from_spreadsheet_safe(text: str) -> str:
     return text[1:] if text.startswith("'") and text[1:].startswith(FORMULA_STARTS) else text
 
 
-def write_csv(path: Path, header: list[str], rows: list[list[str]]) -> None:
+def write_csv(path: Path, header: Sequence[str], rows: list[list[str]]) -> None:
     """A CSV file for the instructor (grades.csv, similarity.csv): the header, then the rows, every field
     `spreadsheet_safe` (numbers written here are never negative, so they pass unchanged)."""
     with open(path, "w", newline="") as handle:

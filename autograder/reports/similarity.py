@@ -105,7 +105,7 @@ class Compared:
     cut: tuple[str, ...]
 
 
-CSV_HEADER = ["assignment", "student_a", "student_b", "similarity", "shared_fingerprints", "note"]
+CSV_HEADER = ("assignment", "student_a", "student_b", "similarity", "shared_fingerprints", "note")
 
 
 def course_cells(released: Path) -> frozenset[str]:

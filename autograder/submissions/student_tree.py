@@ -77,7 +77,7 @@ def write_student_tree(out: Path, url: str | None, branch: str | None, root: Pat
     return written
 
 
-def check(args: argparse.Namespace) -> str:
+def options_problem(args: argparse.Namespace) -> str:
     """What is wrong with the ``--student-tree`` options ('' when nothing), before anything is released."""
     if args.student_tree is None:
         return "--repository-url and --branch go with --student-tree DIR" if args.repository_url or args.branch else ""

@@ -5,7 +5,7 @@
 `autograder.records.Job.to_json`, or a `autograder.records.GenerateJob`) on stdin and answers one result per line
 (`autograder.records.Result.to_json`) on what was its stdout; what it prints goes to its log (stderr). A job is
 graded by `autograder.harness.notebook.grade_submission`, in this process, so that a hostile notebook takes down
-no more than its own worker. The worker keeps its connections to the zygotes (`ZygoteClients`) from job to job.
+no more than its own worker. The worker keeps its connections to the zygotes and its compiled feedback templates (`Kept`) from job to job.
 """
 
 from __future__ import annotations
@@ -16,14 +16,13 @@ import resource
 import sys
 from pathlib import Path
 
-from autograder.harness.notebook import generate, grade_submission
+from autograder.harness.notebook import Kept, generate, grade_submission
 from autograder.records import GenerateJob, Result, read_job
 from autograder.sandbox.guards import die_with_parent, watch_parent
 from autograder.sandbox.limits import WORKER_HEADROOM
-from autograder.sandbox.zygote_client import ZygoteClients
 
 
-def run_job(line: str, zygotes: ZygoteClients) -> Result:
+def run_job(line: str, kept: Kept) -> Result:
     """One line of the worker protocol: a `GenerateJob` (a template) or a `Job` (notebooks read from their paths)."""
     job = read_job(line)
     if isinstance(job, GenerateJob):
@@ -32,7 +31,7 @@ def run_job(line: str, zygotes: ZygoteClients) -> Result:
     _, hard = resource.getrlimit(resource.RLIMIT_AS)
     resource.setrlimit(resource.RLIMIT_AS, (job.limits.memory_bytes + WORKER_HEADROOM, hard))
     return grade_submission(job, {name: Path(path).read_bytes() if path else None
-                                  for name, path in job.notebooks.items()}, zygotes)
+                                  for name, path in job.notebooks.items()}, kept)
 
 
 def prepare() -> None:
@@ -51,10 +50,10 @@ def run() -> None:
     prepare()
     answers.write(json.dumps({"ready": os.getpid()}) + "\n")
     answers.flush()
-    zygotes = ZygoteClients()
+    kept = Kept()
     for line in sys.stdin:
         try:
-            result = run_job(line, zygotes)
+            result = run_job(line, kept)
         except Exception as error:  # noqa: BLE001 - a failure of one submission is reported, not fatal
             # The grader's own failure, not the student's: not stored, graded again on the next run.
             result = Result("failed", f"grading failed: {type(error).__name__}: {error}", transient=True)
