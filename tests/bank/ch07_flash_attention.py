@@ -151,7 +151,7 @@ def tiled_attention(Q, K, V, block_q=64, block_k=64, causal=False):
     Answer("tiled_attention", "builds the whole (n_q, n_k) causal mask, then slices tiles from it", _tiled(
         mask="s = np.where(full[q0:q1, k0:k1], s, -np.inf)").replace(
         "    shift = n_k - n_q\n", "    shift = n_k - n_q\n    full = np.arange(n_k)[None, :] <= np.arange(n_q)[:, None] + shift\n"),
-        message="the task allows 12 MiB"),  # the visible test's memory self-check
+        message="(allowed: 12 MiB)"),
     Answer("tiled_attention", "ignores block_q and block_k: always tiles of 64 x 64", _tiled().replace(
         "    n_q, n_k = Q.shape[-2], K.shape[-2]\n", "    n_q, n_k = Q.shape[-2], K.shape[-2]\n    block_q = block_k = 64\n"),
         message="seems to ignore block_q and block_k"),

@@ -128,7 +128,7 @@ WRONG = [
     pm, gm = p.movedim(dim, -1), grad_p.movedim(dim, -1)
     jacobian = torch.diag_embed(pm) - pm[..., :, None] * pm[..., None, :]
     return (jacobian @ gm[..., None])[..., 0].movedim(-1, dim)
-""", message="raised this process's memory by"),  # the visible test's memory self-check
+""", message="Jacobian"),
     Answer("softmax_backward", "right values through one row's (n, n) Jacobian at a time", _SOFTMAX_SIGNATURE + """
     pm, gm = p.movedim(dim, -1), grad_p.movedim(dim, -1)
     rows = [(torch.diag(r) - torch.outer(r, r)) @ g for r, g in zip(pm.reshape(-1, pm.shape[-1]), gm.reshape(-1, gm.shape[-1]))]
@@ -204,8 +204,7 @@ WRONG = [
         ctx.p_all = p_all"""), message="the memory of the process rose"),
     Answer("flash_attention", "the backward recomputes the whole (n_q, n_k) weights at once from lse",
            _flash()[:_flash().index("    @staticmethod\n    def backward")] + _NAIVE_BACKWARD
-           + _flash()[_flash().index("\n\ndef flash_attention"):],
-           message="forward then backward, raised this process's memory"),  # the visible test's memory self-check
+           + _flash()[_flash().index("\n\ndef flash_attention"):], message="the memory of the process rose"),
     Answer("flash_attention", "tiles hard-coded to 64 x 64: block_q and block_k ignored", _flash().replace(
         "        n_q, n_k, scale = q.shape[-2], k.shape[-2], 1.0 / math.sqrt(q.shape[-1])\n        shift = n_k - n_q\n"
         "        outs",

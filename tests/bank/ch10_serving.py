@@ -93,7 +93,7 @@ class RollingKVCache:
         lo = max(0, self.n - (self.window - 1))
         self.n += k.shape[2]
         return torch.cat(self.ks, dim=2)[:, :, lo:], torch.cat(self.vs, dim=2)[:, :, lo:]
-''', message="not a growing history"),  # the visible test's memory self-check
+''', message="copies its whole history"),
     Answer("RollingKVCache", "a ring of twice the window", ROLLING.replace(
         "window, head_dim, dtype=dtype)", "2 * window, head_dim, dtype=dtype)").replace(
         ") % self.window", ") % (2 * self.window)").replace("keep = min(t, self.window)", "keep = min(t, 2 * self.window)"),
