@@ -54,11 +54,11 @@ def repeat_kv(x, n_rep):
     Answer("repeat_kv", "repeats along the sequence axis", """
 def repeat_kv(x, n_rep):
     return x.repeat_interleave(n_rep, dim=2)
-""", message="dim=1"),
+""", message="the sequence (dim=2) axis"),
     Answer("repeat_kv", "repeat_interleave without dim flattens the tensor", """
 def repeat_kv(x, n_rep):
     return x.repeat_interleave(n_rep)
-""", message="Repeat along the heads axis (dim=1)"),
+""", message="without dim= flattens the tensor"),
     Answer("GroupedQueryAttention", "tiles the KV heads instead of interleaving them",
            _gqa("k, v = repeat_kv(k, n_rep), repeat_kv(v, n_rep)",
                 "k, v = k.repeat(1, n_rep, 1, 1), v.repeat(1, n_rep, 1, 1)"), message="tiled"),
@@ -290,11 +290,11 @@ WRONG += [
     Answer("repeat_kv", "repeats along the last axis (head_dim) instead of the heads", """
 def repeat_kv(x, n_rep):
     return x.repeat_interleave(n_rep, dim=-1)
-""", message="Repeat along the heads axis (dim=1)"),
+""", message="the head_dim (dim=3) axis"),
     Answer("repeat_kv", "repeats along the batch axis (dim=0)", """
 def repeat_kv(x, n_rep):
     return torch.repeat_interleave(x, n_rep, dim=0)
-""", message="Repeat along the heads axis (dim=1)"),
+""", message="the batch (dim=0) axis"),
     Answer("repeat_kv", "fills a new tensor made with torch.zeros: float32 whatever the input's dtype", """
 def repeat_kv(x, n_rep):
     B, H, T, D = x.shape
@@ -307,7 +307,7 @@ def repeat_kv(x, n_rep):
 def repeat_kv(x, n_rep):
     B, H, T, D = x.shape
     return x.expand(B, H * n_rep, T, D)
-""", message="tensor of shape (2, 3, 5, 4)"),
+""", message="expand repeats only an axis of size 1"),
 ]
 
 RIGHT += [

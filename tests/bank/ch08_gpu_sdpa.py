@@ -397,3 +397,69 @@ def attention_flops(batch, num_heads, seq_q, seq_k, head_dim, causal=False):
     return 4 * batch * num_heads * pairs * head_dim
 """),
 ]
+
+# Issue 34 (task "holes"): time_sdpa's mistakes that what crosses the channel does show. A call of microseconds
+# is timed thousands of times, so the total of the runs lies near the whole call's wall time and one run's median
+# far below half of it; a statement that times nothing runs faster than 1 PFLOP/s; a rounded median of microseconds
+# is 0.0; a tensor is not a float.
+WRONG += [
+    Answer("time_sdpa", "returns the total of every timed run, sum(measurement.times)", """
+def time_sdpa(q, k, v, backend, is_causal=False):
+    timer = benchmark.Timer("F.scaled_dot_product_attention(q, k, v, is_causal=c)",
+                            globals={"F": F, "q": q, "k": k, "v": v, "c": is_causal},
+                            num_threads=torch.get_num_threads())
+    with sdpa_kernel(backend):
+        measurement = timer.blocked_autorange(min_run_time=0.2)
+    return float(sum(measurement.times))
+""", message="the total of the timed runs"),
+    Answer("time_sdpa", "puts the SDPA call in setup= and times only reading its result", """
+def time_sdpa(q, k, v, backend, is_causal=False):
+    with sdpa_kernel(backend):
+        timer = benchmark.Timer(stmt="out",
+                                setup="out = F.scaled_dot_product_attention(q, k, v, is_causal=c)",
+                                globals={"F": F, "q": q, "k": k, "v": v, "c": is_causal},
+                                num_threads=torch.get_num_threads())
+        return float(timer.blocked_autorange(min_run_time=0.2).median)
+""", message="it did not time the SDPA call"),
+    Answer("time_sdpa", "takes the median itself with torch and returns the 0-d tensor", """
+def time_sdpa(q, k, v, backend, is_causal=False):
+    timer = benchmark.Timer("F.scaled_dot_product_attention(q, k, v, is_causal=c)",
+                            globals={"F": F, "q": q, "k": k, "v": v, "c": is_causal},
+                            num_threads=torch.get_num_threads())
+    with sdpa_kernel(backend):
+        measurement = timer.blocked_autorange(min_run_time=0.2)
+    return torch.tensor(measurement.times).median()
+""", message="should be a float"),
+    Answer("time_sdpa", "rounds the median to a thousandth of a second, as for display", """
+def time_sdpa(q, k, v, backend, is_causal=False):
+    timer = benchmark.Timer("F.scaled_dot_product_attention(q, k, v, is_causal=c)",
+                            globals={"F": F, "q": q, "k": k, "v": v, "c": is_causal},
+                            num_threads=torch.get_num_threads())
+    with sdpa_kernel(backend):
+        return round(float(timer.blocked_autorange(min_run_time=0.2).median), 3)
+""", message="rounded"),
+    Answer("time_sdpa", "returns runs per second, 1 / median", """
+def time_sdpa(q, k, v, backend, is_causal=False):
+    timer = benchmark.Timer("F.scaled_dot_product_attention(q, k, v, is_causal=c)",
+                            globals={"F": F, "q": q, "k": k, "v": v, "c": is_causal},
+                            num_threads=torch.get_num_threads())
+    with sdpa_kernel(backend):
+        return 1.0 / timer.blocked_autorange(min_run_time=0.2).median
+""", message="runs per second"),
+]
+
+RIGHT += [
+    Answer("time_sdpa", "the median of the per-run times taken with statistics.median", """
+import statistics
+
+
+def time_sdpa(q, k, v, backend, is_causal=False):
+    with sdpa_kernel(backend):
+        measurement = benchmark.Timer(
+            "F.scaled_dot_product_attention(q, k, v, is_causal=is_causal)",
+            globals={"F": F, "q": q, "k": k, "v": v, "is_causal": is_causal},
+            num_threads=torch.get_num_threads(),
+        ).blocked_autorange(min_run_time=0.3)
+    return float(statistics.median(measurement.times))
+"""),
+]

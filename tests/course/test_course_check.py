@@ -18,6 +18,7 @@ from course.__main__ import main
 from course.chapters import chapter
 from course.check import NOT_WRITTEN, CheckedCell, Outcome, judge, report
 from course.notebooks import solution_sources, student_notebook
+from tests import bank
 from tests.course.test_setup_page import CHAPTERS, PAGE, read_page
 
 
@@ -115,3 +116,32 @@ def test_a_notebook_without_test_cells_is_not_ready(tmp_path: Path, capsys: pyte
     nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1")]), path)
     assert main(["check", str(path)]) == 1
     assert "page.ipynb has no test cell" in capsys.readouterr().out
+
+
+# The visible tests' memory self-checks (issue 34), run where a student runs them: in their own kernel they read the
+# process's memory and fail a bank answer that breaks the task's memory rule, saying which rule.
+SELF_CHECKS = [
+    ("07_flash_attention", "builds the whole (n_q, n_k) causal mask, then slices tiles from it", "test_tiled_attention",
+     "the task allows 12 MiB"),
+    ("07_flash_attention", "ignores block_q and block_k: always tiles of 64 x 64", "test_tiled_attention",
+     "not of a fixed size"),
+    ("09_backward", "right values through the (n, n) Jacobian diag(p) - p p^T", "test_softmax_backward",
+     "the task allows 8 MiB"),
+    ("09_backward", "P saved instead of recomputed: the whole (n_q, n_k) weights saved", "test_flash_attention",
+     "the task allows 12 MiB"),
+    ("10_serving", "keeps every position (a cache that grows with torch.cat)", "test_RollingKVCache",
+     "the task allows 2 MiB"),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("slug", "mistake", "cell", "text"), SELF_CHECKS, ids=[case[1] for case in SELF_CHECKS])
+def test_a_memory_self_check_fails_a_wasteful_answer_in_the_students_kernel(
+        tmp_path: Path, slug: str, mistake: str, cell: str, text: str) -> None:
+    module = next(module for module in bank.modules() if module.ASSIGNMENT == slug)
+    wrong = next(answer for answer in module.WRONG if answer.mistake == mistake)
+    answers = solution_sources(chapter(slug).solution)
+    answers[wrong.cell] = wrong.source
+    done = _check(tmp_path, slug, answers)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert f"FAILED  {cell}\n" in done.stdout and text in done.stdout, done.stdout
