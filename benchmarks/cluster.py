@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from autograder.reports.layout import OutputFolder
+from autograder.reports.output_folder import OutputFolder
 from tests.cluster_local import LocalCluster
 from benchmarks.grading import make_class
 from course import ROOT

@@ -34,7 +34,7 @@ from pathlib import Path
 from statistics import mean
 
 from autograder import NBGRADER_CONFIG
-from autograder.reports.layout import OutputFolder
+from autograder.reports.output_folder import OutputFolder
 from autograder.harness.nbgrader_course import generate_assignment, nbgrader_environment
 from autograder.reports.state import stored_results
 from benchmarks.memory import MiB, Memory, PeakMemory

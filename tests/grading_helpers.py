@@ -17,7 +17,7 @@ from autograder.grading.options import Options
 from autograder.grading.plan import RunPlan
 from autograder.grading.templates import read_course
 from autograder.records import Task, Template
-from autograder.reports.layout import OutputFolder
+from autograder.reports.output_folder import OutputFolder
 from autograder.workers.dispatch import Isolation
 from course import ROOT
 from course.notebooks import solution_sources, student_notebook  # noqa: F401 - re-exported for the tests

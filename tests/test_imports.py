@@ -190,7 +190,7 @@ def test_no_circle_of_imports_between_packages() -> None:
 # Each rule on a copy of autograder/ with one import added (module, line): the rule must report it.
 BAD_IMPORTS = {
     "imports line": ("autograder/submissions/find.py", "from autograder.records import Template"),
-    "kernel": ("autograder/sandbox/limits.py", "from autograder.reports import layout"),
+    "kernel": ("autograder/sandbox/limits.py", "from autograder.reports import output_folder"),
     "channel": ("autograder/channel/handles.py", "import autograder.grading.options"),
     "circle": ("autograder/records.py", "import autograder.grading.progress"),
 }
@@ -211,7 +211,7 @@ def copies(tmp_path_factory) -> dict[str, Tree]:
 def test_each_rule_fails_on_a_bad_import(copies: dict[str, Tree]) -> None:
     assert any("autograder.submissions.find imports autograder.records" in b
                for b in outside_imports_line(copies["imports line"]))
-    assert any(chain.endswith("autograder.sandbox.limits -> autograder.reports.layout")
+    assert any(chain.endswith("autograder.sandbox.limits -> autograder.reports.output_folder")
                for chain in reaching(copies["kernel"], KERNEL_ENTRIES, GRADER_SIDE))
     channel = [m for m in copies["channel"].imports if copies["channel"].unit(m) == "autograder.channel"]
     assert reaching(copies["channel"], channel, ["autograder.grading"])

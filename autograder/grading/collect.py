@@ -18,7 +18,7 @@ from pathlib import Path
 from autograder.grading.lock import under_lock
 from autograder.grading.options import SOURCE
 from autograder.reports.class_record import class_rows, submitted_tasks
-from autograder.reports.layout import OutputFolder
+from autograder.reports.output_folder import OutputFolder
 from course import SOLUTIONS
 
 

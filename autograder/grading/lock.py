@@ -9,7 +9,7 @@ import sys
 from collections.abc import Callable
 
 from autograder.reports.class_record import OutputUnavailable, open_output
-from autograder.reports.layout import OutputFolder
+from autograder.reports.output_folder import OutputFolder
 
 
 def under_lock(out: OutputFolder, work: Callable[[], int]) -> int:

@@ -20,7 +20,7 @@ from autograder.grading.secret import hand_in_key, load_secret
 from autograder.grading.tasks import make_tasks
 from autograder.grading.templates import Course, prepare_templates, test_imports
 from autograder.records import Job, Task, Template
-from autograder.reports.layout import OutputFolder
+from autograder.reports.output_folder import OutputFolder
 from autograder.reports.state import Stored
 from autograder.sandbox.limits import Limits
 from autograder.submissions.find import Found

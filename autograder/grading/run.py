@@ -11,7 +11,7 @@
    template and the grading settings (`autograder.grading.tasks`). A task whose key matches a stored result in
    ``DIR/.state`` (`autograder.reports.state`) is not graded again (unless ``--force``), so re-running is
    idempotent and an interrupted run resumes; a result that is not the student's own failure (a
-   killed worker) is never stored. Every path under DIR comes from `autograder.reports.layout.OutputFolder`.
+   killed worker) is never stored. Every path under DIR comes from `autograder.reports.output_folder.OutputFolder`.
 4. ``--jobs`` worker processes (`autograder.workers.pool`), or a Dask cluster's (`autograder.workers.dask_pool`),
    the same `autograder.workers.dispatch.Dispatcher` either way, grade the others: each task becomes a
    `autograder.records.Job` (`autograder.grading.plan.RunPlan.job`), graded by
@@ -47,7 +47,7 @@ from autograder.records import Result, Task
 from autograder.reports.class_record import (changes, class_rows, keep_submitted, kept_instead, row, submitted_tasks,
                                              write_nbgrader_config)
 from autograder.reports.grades_csv import write_grades
-from autograder.reports.layout import OutputFolder
+from autograder.reports.output_folder import OutputFolder
 from autograder.reports.similarity import class_similarity, write_similarity
 from autograder.reports.state import Stored, load_state, save_state, stored_rows
 from autograder.sandbox.bwrap import remove_scratch

@@ -10,7 +10,7 @@ instructor's secret, of the student's id, the assignment and the digest of what 
   others, and nothing a student sees of one hand-in's inputs tells anything of another's.
 
 The secret is 32 random bytes (hex, one line) in ``DIR/.hidden-inputs.secret``
-(`autograder.reports.layout.OutputFolder.secret`), created by the first `grade` into DIR with mode 0600
+(`autograder.reports.output_folder.OutputFolder.secret`), created by the first `grade` into DIR with mode 0600
 (``O_CREAT | O_EXCL``), or the file ``--secret-file`` names (created the same way when missing), which
 shares one secret between output folders. A file that its group or others may read or write, a link, or
 not a regular file is refused. Only the grading process reads it: workers get each

@@ -19,7 +19,7 @@ import zipfile
 from pathlib import Path, PurePosixPath
 
 from autograder.submissions import canvas_names
-from autograder.reports.layout import OutputFolder
+from autograder.reports.output_folder import OutputFolder
 from autograder.lms.grades import read_grades
 from autograder.lms.table import ExportError
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from autograder.records import GradeRow
 from autograder.reports.grades_csv import GradesUnreadable, read_grade_rows
-from autograder.reports.layout import OutputFolder
+from autograder.reports.output_folder import OutputFolder
 from autograder.lms.table import ExportError, Table, format_number, parse_number
 
 

@@ -22,7 +22,7 @@ def with_manual_points(out: Path, grades: Grades, db_url: str = "") -> tuple[Gra
     number of rows whose score changed since grades.csv was written. `ExportError` when the gradebook cannot be
     read."""
     from autograder.reports.class_record import class_rows
-    from autograder.reports.layout import OutputFolder
+    from autograder.reports.output_folder import OutputFolder
     from autograder.reports.state import stored_rows
 
     folder = OutputFolder(out)

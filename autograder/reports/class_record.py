@@ -1,4 +1,4 @@
-"""The output folder as the class's record for the whole term (`autograder.reports.layout.OutputFolder`).
+"""The output folder as the class's record for the whole term (`autograder.reports.output_folder.OutputFolder`).
 
 - `open_output` makes ``DIR`` (mode 0700, set at creation; an older folder is closed to others), sets this
   process's umask so that everything the run writes there is the instructor's only (0600 files, 0700
@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from autograder.reports.gradebook import ManualScores
-from autograder.reports.layout import OutputFolder
+from autograder.reports.output_folder import OutputFolder
 from autograder.records import PENDING, GradeRow, Result, Task, Template
 from autograder.reports.state import Stored
 

@@ -1,4 +1,4 @@
-"""The stored results of grading runs (``DIR/.state/<student>/<assignment>.json``, `autograder.reports.layout`): the class's
+"""The stored results of grading runs (``DIR/.state/<student>/<assignment>.json``, `autograder.reports.output_folder`): the class's
 record. Each is stored under its task's key, so that re-running grades only what changed and an interrupted run
 resumes; every row of the class files (grades.csv, similarity.csv, report.html) is read back from here, so
 that they cover every run into the folder (`autograder.reports.class_record`).
@@ -14,7 +14,7 @@ import json
 import os
 from dataclasses import asdict, dataclass
 
-from autograder.reports.layout import OutputFolder
+from autograder.reports.output_folder import OutputFolder
 from autograder.records import Result, Task
 
 

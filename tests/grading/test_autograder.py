@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.reports.layout import OutputFolder
+from autograder.reports.output_folder import OutputFolder
 from autograder.harness.safe_html import CSP_META
 from tests.grading_helpers import (FIXTURE_SOURCE, HIDDEN_MARKER, ROOT, SCORES_BY_STUDENT, grade_cli, read_grades,
                                    solution_sources, student_notebook, write_submission, write_zip)

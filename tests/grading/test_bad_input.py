@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.reports.layout import OutputFolder
+from autograder.reports.output_folder import OutputFolder
 from autograder.sandbox.bwrap import SOCKET_LINKS
 from tests.grading_helpers import (FIXTURE_SOURCE, ROOT, grade_cli, read_grades, require_sandbox,
                                    solution_sources, student_notebook)

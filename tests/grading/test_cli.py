@@ -20,7 +20,7 @@ from autograder.grading.plan import handed_in
 from autograder.grading.secret import hand_in_key
 from autograder.grading.templates import prepare_templates, read_course
 from autograder.sandbox.limits import Limits
-from autograder.reports.layout import OutputFolder
+from autograder.reports.output_folder import OutputFolder
 from autograder.grading.options import Options
 from autograder.records import CellResult, Job, Result, Task, Template
 from autograder.reports.state import load_state, save_state

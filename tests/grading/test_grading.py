@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from autograder.reports.layout import OutputFolder
+from autograder.reports.output_folder import OutputFolder
 from autograder.grading.secret import hand_in_key, load_secret
 from autograder.reports.state import stored_results
 from tests import bank

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.reports.layout import OutputFolder
+from autograder.reports.output_folder import OutputFolder
 from tests.grading_helpers import (FIXTURE_SOURCE, SCORES_BY_STUDENT, grade_cli, read_grades,
                                    solution_sources, student_notebook, write_submission)
 

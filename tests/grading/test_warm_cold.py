@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.reports.layout import OutputFolder
+from autograder.reports.output_folder import OutputFolder
 from autograder.reports.state import stored_results
 from course.chapters import chapters
 from course.notebooks import solution_sources, student_notebook

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.reports.layout import OutputFolder
+from autograder.reports.output_folder import OutputFolder
 from autograder.grading.options import Options
 from autograder.records import CellResult, Result, Task, Template
 from autograder.grading.secret import SecretUnusable, hand_in_key, load_secret

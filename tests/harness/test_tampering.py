@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 from bs4 import BeautifulSoup
 
-from autograder.reports.layout import OutputFolder
+from autograder.reports.output_folder import OutputFolder
 from course import ROOT
 from course.notebooks import code_cells
 from tests.grading_helpers import grade_cli, read_grades, released_notebooks, require_sandbox, student_notebook, \

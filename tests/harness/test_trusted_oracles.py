@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.reports.layout import OutputFolder
+from autograder.reports.output_folder import OutputFolder
 from course import ROOT
 from tests.grading_helpers import grade_cli, read_grades, released_notebooks, require_sandbox, student_notebook, \
     write_submission

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from autograder.reports.grades_csv import write_grades
-from autograder.reports.layout import OutputFolder
+from autograder.reports.output_folder import OutputFolder
 from autograder.lms.table import read_table
 from autograder.records import GradeRow, Status, Template
 from autograder.submissions.find import from_zip

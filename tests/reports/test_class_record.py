@@ -17,7 +17,7 @@ from autograder.__main__ import main
 from autograder.lms.grades import read_grades as read_grades_back
 from autograder.reports.class_record import OutputUnavailable, class_rows, open_output
 from autograder.reports.grades_csv import read_grade_rows, write_grades
-from autograder.reports.layout import OutputFolder
+from autograder.reports.output_folder import OutputFolder
 from autograder.reports.state import Stored
 from autograder.grading.options import Options
 from autograder.records import CellResult, GradeRow, Result, Status, Task, Template

@@ -11,7 +11,7 @@ import nbformat
 import pytest
 
 from autograder.__main__ import main
-from autograder.reports.layout import OutputFolder
+from autograder.reports.output_folder import OutputFolder
 from autograder.grading.options import SOURCE, Options
 from autograder.records import CellResult, Result, Task, Template
 from autograder.reports.report import render_report

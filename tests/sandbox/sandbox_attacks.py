@@ -14,7 +14,7 @@ import socket
 import threading
 from pathlib import Path
 
-from autograder.reports.layout import OutputFolder
+from autograder.reports.output_folder import OutputFolder
 from tests.grading_helpers import FIXTURE_SOURCE, solution_sources
 
 REFERENCE = solution_sources(FIXTURE_SOURCE / "toy" / "toy.ipynb")
@@ -146,7 +146,7 @@ def host_address() -> str:
 
 def files_containing(folder: Path, needles: list[str]) -> list[str]:
     """Every file under ``folder`` that contains one of ``needles`` (as text), but for the grader's template
-    cache (`autograder.reports.layout.OutputFolder.cache`: the hidden tests are in its gradebooks)."""
+    cache (`autograder.reports.output_folder.OutputFolder.cache`: the hidden tests are in its gradebooks)."""
     found = []
     cache = OutputFolder(folder).cache
     for path in folder.rglob("*"):

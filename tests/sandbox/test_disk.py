@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from autograder.sandbox.home import CAPABILITIES, inode_count, is_full, tmpfs_options
-from autograder.reports.layout import OutputFolder
+from autograder.reports.output_folder import OutputFolder
 from autograder.sandbox.limits import Limits
 from autograder.sandbox.bwrap import command, environment, prepare_home
 from tests.sandbox import sandbox_attacks as attacks

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.sandbox import sandbox_attacks as attacks
-from autograder.reports.layout import OutputFolder
+from autograder.reports.output_folder import OutputFolder
 from autograder.reports.state import stored_results
 from tests.grading_helpers import (FIXTURE_SOURCE, HIDDEN_MARKER, grade_cli, read_grades,
                                    require_sandbox, solution_sources, student_notebook, write_submission)

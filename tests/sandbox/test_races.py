@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.reports.layout import OutputFolder
+from autograder.reports.output_folder import OutputFolder
 from autograder.sandbox.limits import Limits
 from autograder.sandbox.bwrap import command, environment, new_channel, prepare_home
 from autograder.harness.execute import SOCKET_UMASK

@@ -22,7 +22,7 @@ import sys
 import pytest
 
 from autograder.sandbox import rules
-from autograder.reports.layout import OutputFolder
+from autograder.reports.output_folder import OutputFolder
 from autograder.sandbox.site_view import shown_entries, site_folders
 from course.chapters import chapter, chapters
 from course.notebooks import solution_sources

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.reports.layout import OutputFolder
+from autograder.reports.output_folder import OutputFolder
 from autograder.sandbox.limits import Limits
 from autograder.workers.pool import Pool, WorkerStartError
 from autograder.sandbox.bwrap import command, environment, prepare_home, socket_link

@@ -180,7 +180,7 @@ def test_the_lms_names_reach_the_class_record_and_the_report_escaped(tmp_path: P
     from dataclasses import replace
 
     from autograder.reports.class_record import class_rows, row
-    from autograder.reports.layout import OutputFolder
+    from autograder.reports.output_folder import OutputFolder
     from autograder.records import Result
     from autograder.reports.report import render_report
     from autograder.reports.state import save_state, stored_rows

@@ -18,7 +18,7 @@ from autograder.submissions import staging
 
 from autograder.submissions import find as submissions
 from autograder.reports.grades_csv import spreadsheet_safe, write_grades
-from autograder.reports.layout import OutputFolder
+from autograder.reports.output_folder import OutputFolder
 from autograder.records import GradeRow, Template
 from autograder.submissions.find import SubmissionsUnreadable, find, from_folder, from_zip, select, valid_student_id
 from autograder.grading.tasks import make_tasks

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.reports.layout import OutputFolder
+from autograder.reports.output_folder import OutputFolder
 from autograder.reports.state import stored_results
 from tests.cluster_local import LocalCluster
 from tests.grading_helpers import (FIXTURE_SOURCE, ROOT, grade_cli, read_grades, solution_sources,
