@@ -44,19 +44,6 @@ def toy_class(tmp_path_factory) -> ToyClass:
     return ToyClass(cache, released_notebooks(cache))
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """`make test` spreads tests with ``--dist loadgroup``: a test that uses a fixture built once for its file
-    (module scope: a graded class, the built book) is grouped with its file's other such tests, so that one
-    worker builds it, as ``--dist loadfile`` would; every other test (the bank's hundreds of answers) goes to
-    whichever worker is free."""
-    for item in items:
-        definitions = getattr(item, "_fixtureinfo", None)
-        scopes = {fixture.scope for fixtures in (definitions.name2fixturedefs.values() if definitions else ())
-                  for fixture in fixtures}
-        if scopes & {"module", "class", "package"}:
-            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
-
-
 def pytest_terminal_summary(terminalreporter) -> None:
     terminalreporter.section("wrong-answer bank")
     for module in bank.modules():
