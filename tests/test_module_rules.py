@@ -1,6 +1,7 @@
-"""House rules for every module of `autograder/` (issue 38): each is under 300 lines; none keeps module-level mutable state (a value a later grading could see changed: a dict, a list, a
-mutable object; a cache belongs to the object whose life it shares, or is a ``functools.cache`` of a frozen
-record); and none defines a function called only ``check``, which says nothing of what it checks.
+"""House rules for every module of `autograder/` (issue 38): each is under 300 lines; none keeps module-level
+mutable state (a value a later grading could see changed: a dict, a list, a mutable object; a cache belongs to
+the object whose life it shares, or is a ``functools.cache`` of a frozen record); and none defines a function
+called only ``check``, which says nothing of what it checks.
 """
 
 from __future__ import annotations

@@ -158,8 +158,9 @@ def test_kill_and_close_leave_nothing_running(run: Run) -> None:
 
 @pytest.mark.sandbox
 def test_the_start_up_check_passes_here_and_says_why_a_leaky_kernel_fails(monkeypatch) -> None:
-    """`autograder.sandbox.warm.check_warm_start` forks a real probe: it passes on this machine, and a probe that finds a leak makes
-    it raise with what the probe found (the run then grades cold and says why: `isolation_line`)."""
+    """`autograder.sandbox.warm.check_warm_start` forks a real probe: it passes on this machine, and a probe that
+    finds a leak makes it raise with what the probe found (the run then grades cold and says why:
+    `isolation_line`)."""
     from autograder.sandbox import warm
     from autograder.workers import pool
 
@@ -168,7 +169,6 @@ def test_the_start_up_check_passes_here_and_says_why_a_leaky_kernel_fails(monkey
     monkeypatch.setattr(warm, "PROBE", leaky + "sys.exit(3)\n")
     with pytest.raises(warm.WarmStartUnavailable, match="less isolated than a cold one here: it sees /secret"):
         warm.check_warm_start()
-    monkeypatch.setattr(pool, "check_warm_start", warm.check_warm_start)
     line, started_warm = pool.isolation_line(True, True)
     assert not started_warm and "warm start unavailable" in line and "it sees /secret" in line, line
     assert pool.isolation_line(True, False) == (line.split("\n")[0] + "\ncold start (--cold): a fresh kernel "
