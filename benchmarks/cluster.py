@@ -22,7 +22,7 @@ from pathlib import Path
 
 from autograder.reports.output_folder import OutputFolder
 from tests.cluster_local import LocalCluster
-from benchmarks.grading import make_class
+from benchmarks.grading_runs import make_class
 from course import ROOT
 from course.machine import describe_machine
 

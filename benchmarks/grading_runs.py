@@ -1,0 +1,117 @@
+"""The timed gradings of `python -m benchmarks.grading`, and what each leaves behind read back.
+
+`make_class` writes a synthetic class; `plain_nbgrader` and `autograder` grade it from a cold start, each timed
+with its process tree's peak memory (`benchmarks.memory.PeakMemory`) and the load average read before and after;
+`plain_scores`, `grade_rows` and `phase_means` read nbgrader's gradebook, the autograder's grades.csv and the
+mean seconds of each phase from the autograder's stored results.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from statistics import mean
+
+from autograder import NBGRADER_CONFIG
+from autograder.harness.nbgrader_course import course_id, generate_assignment, nbgrader_environment
+from autograder.records import GradeRow
+from autograder.reports.grades_csv import read_grade_rows
+from autograder.reports.output_folder import OutputFolder
+from autograder.reports.state import stored_results
+from benchmarks.grading_figures import Load, Run, ordered_phases
+from benchmarks.memory import PeakMemory
+from course import ROOT, SOLUTIONS
+from course.chapters import chapter
+from course.notebooks import solution_sources, student_notebook
+
+PLAIN_GRADEBOOK = "gradebook.db"  # in plain nbgrader's course folder
+
+
+def _reference(assignment: str) -> dict:
+    """The exercise notebook with the reference solution cells put back."""
+    found = chapter(assignment)
+    return student_notebook(found.exercise, solution_sources(found.solution))
+
+
+def make_class(folder: Path, students: int, assignments: list[str]) -> None:
+    """SUBMISSIONS/<student>/<assignment>/<notebook>.ipynb: even students reference, odd students blank."""
+    for assignment in assignments:
+        exercise = chapter(assignment).exercise
+        answers = {True: json.dumps(_reference(assignment)), False: exercise.read_text()}
+        for i in range(students):
+            path = folder / f"student{i:03d}" / assignment / exercise.name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(answers[i % 2 == 0])
+
+
+def _run(command: list[str], cwd: Path, env: dict[str, str] | None = None) -> None:
+    """Run ``command``; a failure raises with its output's end."""
+    done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, env=env)
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(command)} exited {done.returncode}:\n{(done.stdout + done.stderr)[-3000:]}")
+
+
+def plain_nbgrader(submissions: Path, course: Path, assignments: list[str]) -> Run:
+    """Generate each assignment, then `nbgrader autograde` and `generate_feedback`, one assignment after another,
+    in the course folder ``course`` (its gradebook: `PLAIN_GRADEBOOK`)."""
+    shutil.copytree(ROOT / SOLUTIONS, course / SOLUTIONS, dirs_exist_ok=True)
+    shutil.copytree(submissions, course / "submitted")
+    db = f"sqlite:///{course / PLAIN_GRADEBOOK}"
+    before = Load.read()
+    with PeakMemory() as peak:
+        start = time.perf_counter()
+        for assignment in assignments:
+            error_log = generate_assignment(assignment, course, SOLUTIONS, course / "release", db)
+            if error_log:
+                raise RuntimeError(f"nbgrader generate_assignment {assignment} failed:\n{error_log}")
+        for assignment in assignments:
+            for command in ("autograde", "generate_feedback"):
+                _run([sys.executable, "-m", "nbgrader", command, assignment, "--force", "--log-level=ERROR",
+                      f"--JupyterApp.config_file={NBGRADER_CONFIG}", f"--CourseDirectory.root={course}",
+                      f"--CourseDirectory.db_url={db}"], course, nbgrader_environment())
+        seconds = time.perf_counter() - start
+    return Run("plain", seconds, peak.measured, before, Load.read())
+
+
+def autograder(submissions: Path, out: Path, jobs: int, mode: str) -> Run:
+    """`python -m autograder grade --jobs N` (with `--cold` when ``mode`` is cold) from a cold start."""
+    flags = ["--cold"] if mode == "cold" else []
+    before = Load.read()
+    with PeakMemory() as peak:
+        start = time.perf_counter()
+        _run([sys.executable, "-m", "autograder", "grade", str(submissions), "--out", str(out), "--jobs", str(jobs),
+              "--quiet", *flags], ROOT)
+        seconds = time.perf_counter() - start
+    return Run(mode, seconds, peak.measured, before, Load.read())
+
+
+def plain_scores(course: Path) -> dict[tuple[str, str], tuple[float, float]]:
+    """(student, assignment) -> (score, max score) of every submission in plain nbgrader's gradebook."""
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{course / PLAIN_GRADEBOOK}", course_id()) as gradebook:
+        return {(submission.student.id, assignment.name): (submission.score, submission.max_score)
+                for assignment in gradebook.assignments for submission in assignment.submissions}
+
+
+def grade_rows(out: Path) -> list[GradeRow]:
+    """The rows of the autograder's grades.csv in ``out``."""
+    return read_grade_rows(OutputFolder(out).grades)
+
+
+def phase_means(out: Path, assignments: list[str]) -> dict[str, dict[str, float]]:
+    """assignment -> phase -> mean seconds per submission, from the results stored in ``out`` (each worker's own
+    clock); an assignment none of whose results has timings is left out, a phase is averaged over the results
+    that have it. Phases: `PHASES` in order, then any other by name."""
+    means = {}
+    for assignment in assignments:
+        timings = [result.timings for result in stored_results(OutputFolder(out), assignment).values()
+                   if result.timings]
+        if timings:
+            means[assignment] = {key: mean(phases[key] for phases in timings if key in phases)
+                                 for key in ordered_phases(key for phases in timings for key in phases)}
+    return means
