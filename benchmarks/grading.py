@@ -4,8 +4,9 @@ the same run; or (``--compare``) print two earlier runs' figures side by side.
 
     python -m benchmarks.grading [--classes small large] [--students 6] [--assignments 01_similarity 03_multi_head
                                  06_rope] [--class-size 120] [--class-assignment 01_similarity] [--modes warm cold]
-                                 [--large-cold] [--no-plain] [--jobs 2] [--json PATH]
-    python -m benchmarks.grading --compare OLD.json NEW.json
+                                 [--large-cold] [--no-plain] [--jobs 2] [--checkout DIR] [--json PATH]
+    python -m benchmarks.grading --checkout ../main --json old.json; python -m benchmarks.grading --json new.json
+    python -m benchmarks.grading --compare old.json new.json
     python -m benchmarks.grading --classes large --class-size 300 --modes warm --no-plain   # 300 students, warm
 
 Two classes; in each, every student hands in every assignment, half with the reference solution and half with
@@ -19,7 +20,9 @@ GenerateAssignment, as `release` and the autograder's templates do:
 `autograder.harness.nbgrader_course.generate_assignment`, in this process), then runs `nbgrader autograde` and
 `nbgrader generate_feedback` per assignment, one after another, on a course folder made for it; the autograder
 runs once per mode on an empty output folder (it generates its templates too) with --jobs workers. --no-plain
-skips plain nbgrader (no ratios, no score comparison).
+skips plain nbgrader (no ratios, no score comparison). --checkout DIR times the autograder of another copy of
+this repository (DIR/.venv/bin/python -m autograder, run in DIR; main's, say), so that the code before a change
+and after it are timed by the same benchmark; plain nbgrader always runs from this checkout.
 
 Printed for each class, as Markdown: a table of its runs (wall time, per submission, ratio to plain nbgrader,
 the peak memory of the run's whole process tree from `benchmarks.memory`: the sums of PSS and of USS, which count
@@ -31,7 +34,9 @@ whether warm and cold wrote the same grades.csv (the rows that differ, if any); 
 gave each student plain nbgrader's score and maximum (nbgrader's gradebook), where both graded the submission.
 Last, each class's ratios with the load average and the core count beside them, and the issue's goals: the
 small class warm at most 0.10 of plain nbgrader on 2 idle cores, peak PSS of a --jobs 2 run under 1 GiB, 300
-students of chapter 1 warm in under 120 s. --json PATH writes every figure (`benchmarks.grading_figures`).
+students of chapter 1 warm in under 120 s. --json PATH writes every figure (`benchmarks.grading_figures`);
+--compare OLD NEW grades nothing and prints two such files side by side, each figure as before → after: the runs
+of each class both graded, then its mean seconds per phase per submission.
 """
 
 from __future__ import annotations
@@ -43,20 +48,22 @@ from pathlib import Path
 
 from benchmarks.grade_agreement import same_rows, same_scores
 from benchmarks.grading_figures import Agreement, ClassFigures, Figures
-from benchmarks.grading_runs import autograder, grade_rows, make_class, phase_means, plain_nbgrader, plain_scores
-from benchmarks.grading_tables import agreement_text, compare_text, describe_class, phase_table, ratio_lines, \
-    run_table
+from benchmarks.grading_runs import autograder, describe_code, grade_rows, make_class, phase_means, plain_nbgrader, \
+    plain_scores
+from benchmarks.grading_tables import agreement_text, compare_text, describe_class, grades_lines, phase_table, \
+    ratio_lines, run_table
+from course import ROOT
 from course.machine import describe_machine
 
 
 def grade_class(root: Path, name: str, students: int, assignments: list[str], modes: list[str], plain: bool,
-                jobs: int) -> ClassFigures:
-    """Make the class under ``root``, grade it with plain nbgrader (when ``plain``) and the autograder in each
-    mode, and read back the phases and the grades of every run."""
+                jobs: int, checkout: Path = ROOT) -> ClassFigures:
+    """Make the class under ``root``, grade it with plain nbgrader (when ``plain``) and ``checkout``'s autograder
+    in each mode, and read back the phases and the grades of every run."""
     submissions = root / "submissions"
     make_class(submissions, students, assignments)
     runs = [plain_nbgrader(submissions, root / "course", assignments)] if plain else []
-    runs += [autograder(submissions, root / mode, jobs, mode) for mode in modes]
+    runs += [autograder(submissions, root / mode, jobs, mode, checkout) for mode in modes]
     rows = {mode: grade_rows(root / mode) for mode in modes}
     agreements: list[Agreement] = []
     if "warm" in rows and "cold" in rows:
@@ -89,6 +96,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--large-cold", action="store_true", help="time the large class --cold too")
     parser.add_argument("--no-plain", action="store_true", help="skip plain nbgrader")
     parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--checkout", type=Path, default=ROOT,
+                        help="time the autograder of this copy of the repository, with its .venv (default: this one)")
     parser.add_argument("--json", type=Path, help="write every figure to this file")
     parser.add_argument("--compare", nargs=2, type=Path, metavar=("OLD", "NEW"),
                         help="grade nothing: print the figures two --json files hold, before → after")
@@ -101,8 +110,9 @@ def main(argv: list[str] | None = None) -> None:
         old, new = (Figures.from_json(path.read_text()) for path in args.compare)
         print(compare_text(old, new))
         return
-    machine, cores = describe_machine(), os.cpu_count() or 1
+    machine, cores, code = describe_machine(), os.cpu_count() or 1, describe_code(args.checkout)
     print(machine)
+    print(f"autograder timed: {code}")
     classes = {"small": (args.students, args.assignments, args.modes),
                "large": (args.class_size, [args.class_assignment],
                          [mode for mode in args.modes if mode == "warm" or args.large_cold])}
@@ -111,13 +121,14 @@ def main(argv: list[str] | None = None) -> None:
         for name in args.classes:
             students, assignments, modes = classes[name]
             figures = grade_class(Path(scratch) / name, name, students, assignments, modes, not args.no_plain,
-                                  args.jobs)
+                                  args.jobs, args.checkout)
             print()
             print(class_text(figures, args.jobs, cores), flush=True)
             graded.append(figures)
-    everything = Figures(machine, cores, args.jobs, tuple(graded))
+    everything = Figures(machine, cores, args.jobs, tuple(graded), code)
     print()
     print(ratio_lines(everything))
+    print(grades_lines(everything))
     if args.json:
         args.json.write_text(everything.to_json())
         print(f"figures written to {args.json}")

@@ -1,7 +1,8 @@
 """The figures of one `python -m benchmarks.grading` run, as typed records and as JSON (``--json PATH`` writes
 them, ``--compare OLD NEW`` reads two back), so that a run before a change and one after can be put side by side.
 
-    Figures: the machine, its core count, --jobs, and one ClassFigures per class graded
+    Figures: the machine, its core count, --jobs, the autograder's checkout and commit, and one ClassFigures per
+        class graded
     ClassFigures: the class (students x assignments), one Run per grading of it (plain nbgrader, warm, cold),
         the mean seconds per submission of each phase (mode -> assignment -> phase -> seconds) and the grade
         comparisons (Agreement)
@@ -108,6 +109,7 @@ class Figures:
     cores: int
     jobs: int
     classes: tuple[ClassFigures, ...]
+    code: str = ""  # the autograder timed: its checkout and commit (`benchmarks.grading_runs.describe_code`)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=1)
@@ -116,7 +118,7 @@ class Figures:
     def from_json(cls, text: str) -> Figures:
         given = json.loads(text)
         return cls(given["machine"], given["cores"], given["jobs"],
-                   tuple(_class_figures(figures) for figures in given["classes"]))
+                   tuple(_class_figures(figures) for figures in given["classes"]), given.get("code", ""))
 
 
 def _class_figures(given: dict[str, Any]) -> ClassFigures:

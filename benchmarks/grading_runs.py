@@ -77,14 +77,28 @@ def plain_nbgrader(submissions: Path, course: Path, assignments: list[str]) -> R
     return Run("plain", seconds, peak.measured, before, Load.read())
 
 
-def autograder(submissions: Path, out: Path, jobs: int, mode: str) -> Run:
-    """`python -m autograder grade --jobs N` (with `--cold` when ``mode`` is cold) from a cold start."""
+def interpreter(checkout: Path) -> str:
+    """The Python that runs ``checkout``'s autograder: this one for this checkout, else the checkout's .venv."""
+    return sys.executable if checkout.resolve() == ROOT.resolve() else str(checkout / ".venv" / "bin" / "python")
+
+
+def describe_code(checkout: Path) -> str:
+    """The checkout and its commit (with ``+changes`` when its tracked files differ from it)."""
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(checkout), *args], capture_output=True, text=True).stdout.strip()
+    commit = git("rev-parse", "--short", "HEAD") or "no git commit"
+    return f"{checkout.resolve()} at {commit}{' +changes' if git('status', '--porcelain', '--untracked-files=no') else ''}"
+
+
+def autograder(submissions: Path, out: Path, jobs: int, mode: str, checkout: Path = ROOT) -> Run:
+    """`python -m autograder grade --jobs N` (with `--cold` when ``mode`` is cold) from a cold start, run from
+    ``checkout`` (another copy of this repository, such as main's, to time its code) with `interpreter`."""
     flags = ["--cold"] if mode == "cold" else []
     before = Load.read()
     with PeakMemory() as peak:
         start = time.perf_counter()
-        _run([sys.executable, "-m", "autograder", "grade", str(submissions), "--out", str(out), "--jobs", str(jobs),
-              "--quiet", *flags], ROOT)
+        _run([interpreter(checkout), "-m", "autograder", "grade", str(submissions), "--out", str(out),
+              "--jobs", str(jobs), "--quiet", *flags], checkout)
         seconds = time.perf_counter() - start
     return Run(mode, seconds, peak.measured, before, Load.read())
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from benchmarks.grading_figures import PHASES, SETUP, Agreement, ClassFigures, Figures, Load, Run, ordered_phases, \
+from benchmarks.grading_figures import PHASES, Agreement, ClassFigures, Figures, Load, Run, ordered_phases, \
     to_verdict
 from benchmarks.memory import MiB
 
@@ -103,6 +103,13 @@ def ratio_lines(figures: Figures) -> str:
     return "\n".join(lines)
 
 
+def grades_lines(figures: Figures) -> str:
+    """For each class, one line: whether each comparison of its grades agreed."""
+    return "\n".join(f"{found.name} class grades: " + "; ".join(
+        f"{a.label} {'the same' if a.agree else f'DIFFER on {len(a.differing)}'} of {a.compared} rows"
+        for a in found.agreements) for found in figures.classes if found.agreements)
+
+
 def _change(old: float | None, new: float | None, form: str) -> str:
     shown = [MISSING if value is None else format(value, form) for value in (old, new)]
     return f"{shown[0]} → {shown[1]}"
@@ -150,15 +157,19 @@ def compare_class(old: ClassFigures, new: ClassFigures, cores: tuple[int, int]) 
             return _change(picked[0], picked[1], ".3f")
 
         rows = [[PHASES.get(key, key), *(cell(a, key) for a in assignments)] for key in keys]
-        rows.append([f"**to verdict** (all but {SETUP})", *(cell(a, None) for a in assignments)])
+        start = "fork" if mode == "warm" else "launch"
+        rows.append([f"**{start} to verdict** (all but the set-up)", *(cell(a, None) for a in assignments)])
         parts.append(_markdown([f"per submission, {mode} (mean s)", *assignments], rows))
     return "\n\n".join(parts)
 
 
 def compare_text(old: Figures, new: Figures) -> str:
-    """Every class that both runs graded, side by side; a class only one of them graded is named."""
+    """The code and machine of each run, then every class that both graded, side by side; a class only one of
+    them graded is named."""
     olds = {found.name: found for found in old.classes}
-    parts = [compare_class(olds[found.name], found, (old.cores, new.cores)) for found in new.classes
+    parts = [f"before: {old.code or 'autograder not named'}; {old.machine.splitlines()[0]}\n"
+             f"after: {new.code or 'autograder not named'}; {new.machine.splitlines()[0]}"]
+    parts += [compare_class(olds[found.name], found, (old.cores, new.cores)) for found in new.classes
              if found.name in olds]
     alone = sorted(olds.keys() ^ {found.name for found in new.classes})
     if alone:

@@ -4,6 +4,9 @@ comparisons, its tables and ``--compare``; one slow test grades a class of two s
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -13,9 +16,10 @@ from autograder.reports.grades_csv import write_grades
 from benchmarks import grading
 from benchmarks.grade_agreement import same_rows, same_scores
 from benchmarks.grading_figures import Agreement, ClassFigures, Figures, Load, Run
-from benchmarks.grading_runs import grade_rows, make_class, phase_means
-from benchmarks.grading_tables import agreement_text, compare_text, phase_table, ratio_lines, run_table
+from benchmarks.grading_runs import describe_code, grade_rows, interpreter, make_class, phase_means
+from benchmarks.grading_tables import agreement_text, compare_text, grades_lines, phase_table, ratio_lines, run_table
 from benchmarks.memory import MiB, Memory
+from course import ROOT
 from course.chapters import chapter
 
 
@@ -53,7 +57,7 @@ def test_the_class_has_a_reference_and_a_blank_notebook_per_student_and_assignme
 
 
 def test_the_figures_read_back_from_json_as_written() -> None:
-    figures = Figures("CPU: test", 2, 2, (_small(), _large(plain=False)))
+    figures = Figures("CPU: test", 2, 2, (_small(), _large(plain=False)), "a checkout at 490de18")
     text = figures.to_json()
     json.loads(text)  # plain JSON: no NaN, no objects
     assert Figures.from_json(text) == figures
@@ -153,9 +157,11 @@ def test_the_ratios_name_the_goal_the_load_and_the_cores() -> None:
 
 
 def test_compare_puts_two_runs_side_by_side() -> None:
-    old = Figures("CPU", 2, 2, (_small(warm=18.0, setup=0.2), _large(120)))
-    new = Figures("CPU", 2, 2, (_small(warm=9.0, setup=0.05), _large(300, plain=False)))
+    old = Figures("CPU: old\nno CUDA device", 2, 2, (_small(warm=18.0, setup=0.2), _large(120)), "main at 490de18")
+    new = Figures("CPU: new", 2, 2, (_small(warm=9.0, setup=0.05), _large(300, plain=False)), "bench at eaf9a50")
     text = compare_text(old, new)
+    assert text.startswith("before: main at 490de18; CPU: old\nafter: bench at eaf9a50; CPU: new\n")
+    assert "| **fork to verdict** (all but the set-up) | 0.310 → 0.310 | 0.800 → 0.800 |" in text
     assert "| wall time (s) | 90.0 → 90.0 | 18.0 → 9.0 |" in text
     assert "| ratio to plain nbgrader | 1.00 → 1.00 | 0.20 → 0.10 |" in text
     assert "| nbgrader's set-up, before the kernel | 0.200 → 0.050 | 0.300 → 0.300 |" in text
@@ -188,3 +194,19 @@ def test_a_class_of_two_students_is_graded_and_its_figures_written(tmp_path: Pat
     assert (plain.label, plain.compared, plain.differing) == ("warm vs plain nbgrader", 2, ())
     assert "grades, warm vs plain nbgrader: the same on all 2 rows compared" in printed
     assert "small class (2 x 1 = 2), warm: " in printed
+
+
+def test_the_grades_line_says_which_comparisons_agree() -> None:
+    plain = Agreement("warm vs plain nbgrader", 12, left_out=1, why_left_out="not graded")
+    figures = Figures("CPU", 2, 2, (replace(_small(), agreements=(*_small().agreements, plain)), _large()))
+    assert grades_lines(figures) == ("small class grades: warm vs cold DIFFER on 1 of 12 rows; "
+                                     "warm vs plain nbgrader the same of 12 rows")
+
+
+def test_the_code_timed_is_this_checkout_or_another_with_its_own_environment(tmp_path: Path) -> None:
+    assert interpreter(ROOT) == sys.executable
+    assert interpreter(tmp_path) == str(tmp_path / ".venv" / "bin" / "python")
+    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
+                            text=True).stdout.strip()
+    assert describe_code(ROOT).startswith(f"{ROOT.resolve()} at {commit}")
+    assert describe_code(tmp_path) == f"{tmp_path.resolve()} at no git commit"
