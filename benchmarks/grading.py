@@ -127,8 +127,7 @@ def main(argv: list[str] | None = None) -> None:
             graded.append(figures)
     everything = Figures(machine, cores, args.jobs, tuple(graded), code)
     print()
-    print(ratio_lines(everything))
-    print(grades_lines(everything))
+    print("\n".join(text for text in (ratio_lines(everything), grades_lines(everything)) if text))
     if args.json:
         args.json.write_text(everything.to_json())
         print(f"figures written to {args.json}")

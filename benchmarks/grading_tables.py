@@ -93,7 +93,7 @@ def ratio_lines(figures: Figures) -> str:
             figure = (f"{ratio:.2f} of plain nbgrader's wall time ({run.seconds:.1f} s against {plain.seconds:.1f} s)"
                       if plain and ratio is not None else f"{run.seconds:.1f} s (plain nbgrader not run)")
             goal = ""
-            if run.mode == "warm" and found.name == "small":
+            if run.mode == "warm" and found.name == "small" and ratio is not None:
                 goal = f", goal ≤ {RATIO_GOAL:.2f}"
             elif run.mode == "warm" and (found.students, found.assignments) == (LARGE_GOAL[0], LARGE_GOAL[1:2]):
                 goal = f", goal < {LARGE_GOAL[2]:.0f} s"

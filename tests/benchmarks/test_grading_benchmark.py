@@ -148,12 +148,15 @@ def test_the_phase_table_keeps_the_phase_order_and_sums_after_the_setup() -> Non
 
 
 def test_the_ratios_name_the_goal_the_load_and_the_cores() -> None:
-    lines = ratio_lines(Figures("CPU", 2, 2, (_small(), _large(300), _large(120, plain=False)))).splitlines()
+    alone = replace(_small(), runs=(_run("warm", 9.0),))
+    lines = ratio_lines(Figures("CPU", 2, 2, (_small(), _large(300), _large(120, plain=False), alone))).splitlines()
     assert lines[0] == ("small class (6 x 2 = 12), warm: 0.10 of plain nbgrader's wall time (9.0 s against 90.0 s), "
                         "goal ≤ 0.10; load warm 1.50 → 1.75, plain 1.50 → 1.75; 2 cores, --jobs 2")
     assert "large class (300 x 1 = 300), warm: 0.15 of plain" in lines[1] and "goal < 120 s" in lines[1]
     assert lines[2] == "large class (120 x 1 = 120), warm: 60.0 s (plain nbgrader not run); load warm 0.25 → 1.90; " \
                        "2 cores, --jobs 2"
+    assert lines[3] == "small class (6 x 2 = 12), warm: 9.0 s (plain nbgrader not run); load warm 1.50 → 1.75; " \
+                       "2 cores, --jobs 2", "no goal for a ratio that was not measured"
 
 
 def test_compare_puts_two_runs_side_by_side() -> None:
