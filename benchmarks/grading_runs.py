@@ -87,7 +87,8 @@ def describe_code(checkout: Path) -> str:
     def git(*args: str) -> str:
         return subprocess.run(["git", "-C", str(checkout), *args], capture_output=True, text=True).stdout.strip()
     commit = git("rev-parse", "--short", "HEAD") or "no git commit"
-    return f"{checkout.resolve()} at {commit}{' +changes' if git('status', '--porcelain', '--untracked-files=no') else ''}"
+    changed = " +changes" if git("status", "--porcelain", "--untracked-files=no") else ""
+    return f"{checkout.resolve()} at {commit}{changed}"
 
 
 def autograder(submissions: Path, out: Path, jobs: int, mode: str, checkout: Path = ROOT) -> Run:

@@ -118,8 +118,8 @@ def _change(old: float | None, new: float | None, form: str) -> str:
 def _load_change(old: Run | None, new: Run | None) -> str:
     def one(load: Load | None) -> float | None:
         return None if load is None else load.one
-    return (f"{_change(one(old and old.load_before), one(new and new.load_before), '.2f')} (before); "
-            f"{_change(one(old and old.load_after), one(new and new.load_after), '.2f')} (after)")
+    return (f"{_change(one(old and old.load_before), one(new and new.load_before), '.2f')} at start; "
+            f"{_change(one(old and old.load_after), one(new and new.load_after), '.2f')} at end")
 
 
 def compare_class(old: ClassFigures, new: ClassFigures, cores: tuple[int, int]) -> str:

@@ -89,7 +89,8 @@ def test_rows_that_differ_are_listed_with_both_sides() -> None:
     assert agreement.compared == 4
     assert agreement.differing == ("a 01_similarity: warm 10/10; cold 9/10",
                                    "b 01_similarity: warm 0/10 (cell timed out); cold 0/10 (a different note)",
-                                   "c 01_similarity: warm 5/10; cold: no row", "d 01_similarity: warm: no row; cold 5/10")
+                                   "c 01_similarity: warm 5/10; cold: no row",
+                                   "d 01_similarity: warm: no row; cold 5/10")
     text = agreement_text(agreement)
     assert text.startswith("grades, warm vs cold: 4 of 4 rows differ") and "  - a 01_similarity: warm 10/10" in text
 
