@@ -61,14 +61,20 @@ def phase_table(mode: str, means: dict[str, dict[str, float]], assignments: tupl
     start = "fork" if mode == "warm" else "launch"
 
     def cell(assignment: str, key: str | None) -> str:
-        phases = means.get(assignment)
-        if phases is None or (key is not None and key not in phases):
-            return MISSING
-        return f"{to_verdict(phases) if key is None else phases[key]:.3f}"
+        value = _phase(means, assignment, key)
+        return MISSING if value is None else f"{value:.3f}"
 
     rows = [[PHASES.get(key, key), *(cell(a, key) for a in assignments)] for key in keys]
     rows.append([f"**{start} to verdict** (all but the set-up)", *(cell(a, None) for a in assignments)])
     return _markdown([f"per submission, {mode} (mean s)", *assignments], rows)
+
+
+def _phase(means: dict[str, dict[str, float]], assignment: str, key: str | None) -> float | None:
+    """An assignment's mean seconds in phase ``key`` (None: `to_verdict`), or None when it has none."""
+    phases = means.get(assignment)
+    if phases is None or (key is not None and key not in phases):
+        return None
+    return to_verdict(phases) if key is None else phases[key]
 
 
 def agreement_text(agreement: Agreement) -> str:
@@ -143,24 +149,22 @@ def compare_class(old: ClassFigures, new: ClassFigures, cores: tuple[int, int]) 
              *(_load_change(old.run(m), new.run(m)) for m in modes)]]
     parts = [f"{new.name} class, before → after{sizes}",
              _markdown([f"{new.name} class", *(TITLES[m] for m in modes)], rows)]
-    for mode in modes:
-        before, after = old.phases.get(mode, {}), new.phases.get(mode, {})
-        if not before and not after:
-            continue
-        assignments = [a for a in dict.fromkeys([*old.assignments, *new.assignments]) if a in before or a in after]
-        keys = ordered_phases(key for means in (before, after) for phases in means.values() for key in phases)
-
-        def cell(assignment: str, key: str | None) -> str:
-            values = [means.get(assignment) for means in (before, after)]
-            picked = [None if phases is None or (key is not None and key not in phases)
-                      else to_verdict(phases) if key is None else phases[key] for phases in values]
-            return _change(picked[0], picked[1], ".3f")
-
-        rows = [[PHASES.get(key, key), *(cell(a, key) for a in assignments)] for key in keys]
-        start = "fork" if mode == "warm" else "launch"
-        rows.append([f"**{start} to verdict** (all but the set-up)", *(cell(a, None) for a in assignments)])
-        parts.append(_markdown([f"per submission, {mode} (mean s)", *assignments], rows))
+    assignments = list(dict.fromkeys([*old.assignments, *new.assignments]))
+    parts += [_compare_phases(mode, old.phases.get(mode, {}), new.phases.get(mode, {}), assignments)
+              for mode in modes if old.phases.get(mode) or new.phases.get(mode)]
     return "\n\n".join(parts)
+
+
+def _compare_phases(mode: str, before: dict[str, dict[str, float]], after: dict[str, dict[str, float]],
+                    assignments: list[str]) -> str:
+    """One mode's mean seconds per phase per submission, before → after, for the assignments either run has."""
+    shown = [a for a in assignments if a in before or a in after]
+    keys = ordered_phases(key for means in (before, after) for phases in means.values() for key in phases)
+    start = "fork" if mode == "warm" else "launch"
+    rows = [[label, *(_change(_phase(before, a, key), _phase(after, a, key), ".3f") for a in shown)]
+            for label, key in [*((PHASES.get(key, key), key) for key in keys),
+                               (f"**{start} to verdict** (all but the set-up)", None)]]
+    return _markdown([f"per submission, {mode} (mean s)", *shown], rows)
 
 
 def compare_text(old: Figures, new: Figures) -> str:
