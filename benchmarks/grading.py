@@ -48,8 +48,8 @@ from pathlib import Path
 
 from benchmarks.grade_agreement import same_rows, same_scores
 from benchmarks.grading_figures import Agreement, ClassFigures, Figures
-from benchmarks.grading_runs import autograder, describe_code, grade_rows, make_class, phase_means, plain_nbgrader, \
-    plain_scores
+from benchmarks.grading_runs import autograder, describe_code, grade_rows, interpreter, make_class, phase_means, \
+    plain_nbgrader, plain_scores
 from benchmarks.grading_tables import agreement_text, compare_text, describe_class, grades_lines, phase_table, \
     ratio_lines, run_table
 from course import ROOT
@@ -105,7 +105,10 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> None:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if not Path(interpreter(args.checkout)).is_file():
+        parser.error(f"--checkout {args.checkout}: no {interpreter(args.checkout)} to run its autograder with")
     if args.compare:
         old, new = (Figures.from_json(path.read_text()) for path in args.compare)
         print(compare_text(old, new))

@@ -214,3 +214,5 @@ def test_the_code_timed_is_this_checkout_or_another_with_its_own_environment(tmp
                             text=True).stdout.strip()
     assert describe_code(ROOT).startswith(f"{ROOT.resolve()} at {commit}")
     assert describe_code(tmp_path) == f"{tmp_path.resolve()} at no git commit"
+    with pytest.raises(SystemExit):
+        grading.main(["--checkout", str(tmp_path)])  # a checkout without its .venv is refused before any grading
