@@ -184,6 +184,7 @@ def test_compare_from_the_command_line(tmp_path: Path, capsys: pytest.CaptureFix
 
 
 @pytest.mark.slow
+@pytest.mark.sandbox
 def test_a_class_of_two_students_is_graded_and_its_figures_written(tmp_path: Path,
                                                                   capsys: pytest.CaptureFixture[str]) -> None:
     grading.main(["--classes", "small", "--students", "2", "--assignments", "01_similarity", "--modes", "warm",
