@@ -38,7 +38,7 @@ from autograder.records import CellResult
 
 NO_RESPONSE = "No response."  # nbgrader's SaveAutoGrades: the comment on an answer cell the student left as released
 NO_ALT = "No description has been provided for this image"  # nbconvert's HTMLExporter: an image without alt text
-IMAGES = ("image/png", "image/jpeg")  # the image outputs the classic template shows as <img> (SVG: SafeOutputs drops it)
+IMAGES = ("image/png", "image/jpeg")  # outputs the classic template shows as <img> (SVG: SafeOutputs drops it)
 KEPT_CELLS = 4096  # highlighted instructor's cells a worker keeps at most (a course has a few hundred)
 
 

@@ -17,8 +17,8 @@ its home under the zygote's folder of homes), or cold, inside bubblewrap (`autog
 ``kernel/``). Its test cells run elsewhere: `autograder.harness.execute.TrustedExecute` (in place
 of nbgrader's Execute) runs them here, in this worker, where no student code ever runs, reaching the
 notebook's names through the channel (`autograder.channel.session`). The scores are read back from the gradebook,
-hidden test code is removed, outputs shortened, and the worker renders the feedback pages from the notebooks in memory
-and the scores (`autograder.harness.feedback_page`: nbgrader's GenerateFeedback page, its template compiled once a worker).
+hidden test code is removed, outputs shortened, and the worker renders the feedback pages from the notebooks in
+memory and the scores (`autograder.harness.feedback_page`: nbgrader's GenerateFeedback page, compiled once a worker).
 
 The worker process around it is `autograder.workers.worker`. nbgrader is configured, not patched: our
 `TrustedExecute` takes the place of nbgrader's Execute in Autograde's preprocessors, one instance per job
