@@ -4,7 +4,7 @@
 printed, and verbatim copies of their lines anywhere in the outputs), shortens outputs and sanitises
 what the student wrote (`autograder.harness.safe_html`: shown as text or safe HTML, never run);
 `cell_message` and `incidents` turn a graded notebook's outputs into the short reasons stored in
-`grades.csv` and the report.
+`grades.csv` and the report. The page itself is `autograder.harness.feedback_page`'s.
 """
 
 from __future__ import annotations
@@ -13,9 +13,6 @@ import re
 from typing import Any
 
 import nbformat
-from jinja2 import BytecodeCache, Environment
-from jinja2.bccache import Bucket
-from nbconvert.exporters import HTMLExporter
 
 from autograder.harness.safe_html import SafeOutputs
 
@@ -154,31 +151,3 @@ def sanitize_for_feedback(notebook: nbformat.NotebookNode) -> None:
                 if not data:
                     data["text/plain"] = "[a large output, not shown]"
     SafeOutputs().preprocess(notebook, {})
-
-
-class CompiledTemplates(BytecodeCache):
-    """Jinja bytecode kept in memory: a worker (which keeps one, `autograder.harness.notebook.Kept`) compiles
-    nbconvert's feedback templates once, not once a job (a tenth of a second each time). A template whose source changed is compiled again (jinja checks it)."""
-
-    def __init__(self) -> None:
-        self.stored: dict[str, bytes] = {}
-
-    def load_bytecode(self, bucket: Bucket) -> None:
-        if bucket.key in self.stored:
-            bucket.bytecode_from_string(self.stored[bucket.key])
-
-    def dump_bytecode(self, bucket: Bucket) -> None:
-        self.stored[bucket.key] = bucket.bytecode_to_string()
-
-
-def feedback_exporter(templates: CompiledTemplates) -> type[HTMLExporter]:
-    """nbgrader's feedback exporter (HTMLExporter, configured as nbgrader configures it) whose templates are
-    compiled once into ``templates`` (`GenerateFeedback.exporter_class` in `autograder.harness.notebook`)."""
-
-    class FeedbackExporter(HTMLExporter):
-        def _create_environment(self) -> Environment:
-            environment = super()._create_environment()
-            environment.bytecode_cache = templates
-            return environment
-
-    return FeedbackExporter

@@ -17,7 +17,8 @@ its home under the zygote's folder of homes), or cold, inside bubblewrap (`autog
 ``kernel/``). Its test cells run elsewhere: `autograder.harness.execute.TrustedExecute` (in place
 of nbgrader's Execute) runs them here, in this worker, where no student code ever runs, reaching the
 notebook's names through the channel (`autograder.channel.session`). The scores are read back from the gradebook,
-hidden test code is removed, outputs shortened and nbgrader's GenerateFeedback writes the HTML.
+hidden test code is removed, outputs shortened, and the worker renders the feedback pages from the notebooks in
+memory and the scores (`autograder.harness.feedback_page`: nbgrader's GenerateFeedback page, compiled once a worker).
 
 The worker process around it is `autograder.workers.worker`. nbgrader is configured, not patched: our
 `TrustedExecute` takes the place of nbgrader's Execute in Autograde's preprocessors, one instance per job
@@ -42,10 +43,10 @@ sys.modules.setdefault("rfc3987_syntax", None)
 import nbformat  # noqa: E402
 
 from autograder.harness.execute import TrustedExecute  # noqa: E402
-from autograder.harness.feedback import (MESSAGE_LIMIT, CompiledTemplates, cell_message,  # noqa: E402
-                                         feedback_exporter, incidents, sanitize_for_feedback, shorten, wrapped)
+from autograder.harness.feedback import (MESSAGE_LIMIT, cell_message, incidents, sanitize_for_feedback,  # noqa: E402
+                                         shorten)
+from autograder.harness.feedback_page import CompiledTemplates, feedback_pages  # noqa: E402
 from autograder.harness.nbgrader_course import course_config, generate_assignment, run_converter  # noqa: E402
-from autograder.harness.safe_html import with_csp  # noqa: E402
 from autograder.harness.timings import JobClock, job_timings, read_kernel_times  # noqa: E402
 from autograder.records import CellResult, GenerateJob, Job, Result  # noqa: E402
 from autograder.sandbox.bwrap import (KERNEL_NAME, Channel, environment, kernel_argv, new_channel,  # noqa: E402
@@ -235,8 +236,6 @@ def _grade(job: Job, notebooks: dict[str, bytes | None], workdir: Path, home: Pa
     argv, env = kernel_argv(home, home / "work", limits, template.preload, job.isolate, sockets, channel,
                             template.packages, template.forbid)
     kernelspecs = write_kernelspec(workdir / "jupyter", argv, env) / "kernels"
-    from nbgrader.converters import GenerateFeedback
-
     warm = None if zygote is None else WarmLaunch(zygote, home, home / "work", sockets, limits,
                                                   environment(home, limits, template.preload, template.forbid), channel)
     started = time.time()
@@ -259,6 +258,7 @@ def _grade(job: Job, notebooks: dict[str, bytes | None], workdir: Path, home: Pa
         return Result("failed", _failure_reason(error_log))
     cells = _read_scores(db_url, assignment, list(notebooks), course)
     notes = []
+    sanitised = {}
     for name, data in notebooks.items():
         autograded = course / "autograded" / STUDENT / assignment / f"{name}.ipynb"
         if autograded.exists():
@@ -267,12 +267,9 @@ def _grade(job: Job, notebooks: dict[str, bytes | None], workdir: Path, home: Pa
             sanitize_for_feedback(notebook)
             autograded.chmod(0o644)  # nbgrader leaves it read-only (only root could write it back)
             nbformat.write(notebook, autograded)
-    config = grading_config(course, db_url, limits.cell_seconds, home, sockets, channel)
-    config.GenerateFeedback.exporter_class = feedback_exporter(templates)
-    error_log = run_converter(GenerateFeedback, config, assignment, STUDENT)
-    feedback = {html.name: with_csp(wrapped(html.read_text()))
-                for html in sorted((course / "feedback" / STUDENT / assignment).glob("*.html"))}
-    if error_log:
+            sanitised[name] = notebook
+    feedback = feedback_pages(sanitised, cells, templates)
+    if len(feedback) < len(sanitised):
         notes.append("feedback could not be written")
     # What nbgrader's formgrader opens in the output folder (sanitised as the feedback is).
     autograded = {path.stem: path.read_text()

@@ -55,7 +55,7 @@ class SafeOutputs(SanitizeHTML):
     a note in place of an output that had nothing safe to show, and no output metadata that loads or frames.
 
     Use ``SafeOutputs().preprocess(notebook, {})`` on a graded notebook as nbformat reads it (text outputs are
-    strings) before nbgrader writes its feedback.
+    strings) before its feedback page is rendered (`autograder.harness.feedback_page`).
     """
 
     def __init__(self, **kwargs: Any) -> None:
