@@ -1,10 +1,12 @@
 """Shared pytest set-up: OpenMP threads that sleep when idle, the fixtures that several test files use (the stand-in
-kernel, the fixture course's templates), and the wrong-answer bank's size reported at the end of every run."""
+kernel, the fixture course's templates), the files' order (the longest first), and the wrong-answer bank's size
+reported at the end of every run."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from pathlib import Path
 
 # Test cells run here and the student's code in another process, each waiting on the other: OpenMP threads
 # that spin while they wait would take the cores from the process that works (as autograder.workers.pool does).
@@ -15,6 +17,28 @@ import pytest  # noqa: E402
 from tests import bank  # noqa: E402
 from tests.grading_helpers import ToyClass, released_notebooks  # noqa: E402
 from tests.stand_in import StandIn  # noqa: E402
+
+
+# `make test` sends each file whole to a free worker (--dist loadfile), in the order the files are collected
+# (pyproject.toml's --no-loadscope-reorder keeps that order; xdist's own would put the files with the most tests
+# first, and the files of a few long tests, such as test_warm_cold.py, last). These files hold the most work, longest
+# first (`pytest --durations` of a whole run on 2 cores): once they are out, what is left is short files that keep
+# both workers busy to the end, instead of one long file running while the other worker has nothing to do.
+TESTS = Path(__file__).parent
+LONGEST_FIRST = (
+    "course/test_bank.py", "course/test_book.py", "course/test_launch.py", "grading/test_grading.py",
+    "grading/test_warm_cold.py", "harness/test_tampering.py", "workers/test_cluster.py", "grading/test_term.py",
+    "course/test_setup_page.py", "sandbox/test_races.py", "sandbox/test_disk.py", "grading/test_autograder.py",
+    "grading/test_bad_input.py", "harness/test_trusted_oracles.py", "sandbox/test_hostile.py", "sandbox/test_rules.py",
+    "reports/test_manual_grading.py", "harness/test_hidden_inputs.py", "reports/test_class_record.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The files of LONGEST_FIRST first, in its order; every other file after them, as collected. Within a file the
+    tests keep their order."""
+    rank = {TESTS / name: index for index, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path, len(rank)))
 
 
 @pytest.fixture(scope="session")

@@ -60,7 +60,10 @@ def binder(tmp_path_factory) -> tuple[Path, dict[str, str]]:
     venv.create(prefix, with_pip=True)
     env = {key: value for key, value in os.environ.items() if not key.startswith(("PYTHON", "VIRTUAL_ENV", "JUPYTER"))}
     env.update(HOME=str(home), VIRTUAL_ENV=str(prefix), PATH=f"{prefix / 'bin'}{os.pathsep}{env['PATH']}",
-               PIP_CACHE_DIR=env.get("PIP_CACHE_DIR", str(Path.home() / ".cache" / "pip")), MPLBACKEND="Agg")
+               PIP_CACHE_DIR=env.get("PIP_CACHE_DIR", str(Path.home() / ".cache" / "pip")), MPLBACKEND="Agg",
+               # Only to save time: pip skips byte-compiling what it installs (torch and transformers are thousands
+               # of files); the first page's kernel compiles each module it imports, and the later pages reuse it.
+               PIP_NO_COMPILE="1")
     pip = [str(prefix / "bin" / "python"), "-m", "pip", "install", "--retries", "1", "--timeout", "60", "-q"]
     config = repo / "binder" if (repo / "binder").is_dir() else repo
     if (config / "requirements.txt").is_file():

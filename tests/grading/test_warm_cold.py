@@ -1,10 +1,11 @@
 """A warm kernel grades exactly as a cold one: the whole course, graded both ways, gives every student the
 same points on every test cell, the same score and the same reasons.
 
-The class: for every chapter, a student with the reference answers, one with the blank exercise, and two
-with one wrong answer each from the bank (the first two of its WRONG list), so that full, zero and
-partial marks are all compared. The run also shows that ``--cold`` is the cold path and the default the
-warm one (the timings each stores name their own phases).
+The class is tests/grading/course_class.py's: for every chapter, a student with the reference answers, one with
+the blank exercise, and one with a wrong answer from the bank, so that full, zero and partial marks are all
+compared. Its warm run (the default) is the one tests/grading/test_grading.py reads; this file grades the same
+class again with ``--cold`` and nothing else changed. The run also shows that ``--cold`` is the cold path and the
+default the warm one (the timings each stores name their own phases).
 """
 
 from __future__ import annotations
@@ -16,39 +17,21 @@ import pytest
 from autograder.reports.output_folder import OutputFolder
 from autograder.reports.state import stored_results
 from course.chapters import chapters
-from course.notebooks import solution_sources, student_notebook
-from tests.bank import modules
-from tests.grading_helpers import grade_cli, read_grades, require_sandbox, write_submission
+from tests.grading.course_class import GRADE_FLAGS, GRADE_TIMEOUT, graded_class
+from tests.grading_helpers import grade_cli, read_grades, require_sandbox
 
 pytestmark = [pytest.mark.slow, pytest.mark.sandbox]
 
 
-def _class(folder: Path) -> None:
-    wrong = {module.ASSIGNMENT: module.WRONG[:2] for module in modules()}
-    for found in chapters():
-        reference = solution_sources(found.solution)
-        answers = {"reference": reference, "blank": {}}
-        for i, answer in enumerate(wrong.get(found.slug, [])):
-            answers[f"wrong{i}"] = {**reference, answer.cell: answer.source}
-        for student, given in answers.items():
-            write_submission(folder, student, found.slug, student_notebook(found.exercise, given),
-                             found.exercise.name)
-
-
 @pytest.fixture(scope="module")
-def both(tmp_path_factory) -> dict[str, Path]:
+def both(tmp_path_factory) -> dict[str, Path | str]:
     require_sandbox()
-    root = tmp_path_factory.mktemp("warm-cold")
-    _class(root / "submissions")
-    outs = {}
-    for mode, flags in (("warm", []), ("cold", ["--cold"])):
-        out = root / mode
-        done = grade_cli(root / "submissions", "--out", out, "--jobs", "2", "--quiet", "--no-similarity", *flags,
-                         timeout=1200)
-        assert done.returncode == 0, done.stderr[-3000:]
-        outs[mode] = out
-        outs[f"{mode}-said"] = done.stderr
-    return outs
+    warm = graded_class(tmp_path_factory.getbasetemp())
+    assert warm.returncode == 0, warm.stderr[-3000:]
+    cold = tmp_path_factory.mktemp("cold") / "out"
+    done = grade_cli(warm.submissions, "--out", cold, *GRADE_FLAGS, "--cold", timeout=GRADE_TIMEOUT)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return {"warm": warm.out, "warm-said": warm.stderr, "cold": cold, "cold-said": done.stderr}
 
 
 def test_the_run_says_how_kernels_start(both) -> None:
