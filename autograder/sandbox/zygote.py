@@ -257,11 +257,13 @@ def main(argv: list[str]) -> None:
     if len(sets) == 1:
         _serve(socket.socket(fileno=sets[0][0]), jobs, channels, sets[0][1], shared, started)
     _freeze()
-    children = []
+    children, root = [], os.getpid()
     for descriptor, kernels in sets:
         pid = os.fork()
         if pid == 0:
             ns.set_parent_death_signal(signal.SIGKILL)
+            if os.getppid() != root:  # it died before the signal was set
+                os._exit(SETUP_FAILED)
             for other, _ in sets:
                 if other != descriptor:
                     os.close(other)
