@@ -5,7 +5,8 @@ copies none of those pages. Each set's kernels still have their own modules and 
 transformers and its fused attention raises, chapter 6's has transformers and may call it.
 
 tests/sandbox/zygote_sets.py runs the scenario as the user who runs the tests and, as a script, as uid 65534
-(tests/unprivileged.py); every test judges both runs.
+(tests/unprivileged.py); every test of the scenario judges both runs. The pool starts one such sandbox for the
+sets that see the same packages.
 """
 
 from __future__ import annotations
@@ -67,3 +68,23 @@ def test_a_kernel_finds_its_imports_frozen_and_shares_their_pages(seen: Seen) ->
     for kernel in seen.kernels.values():
         assert kernel["frozen"] > 100_000
         assert kernel["uss"] * 10 < kernel["rss"], kernel
+
+
+@pytest.mark.sandbox
+def test_the_pool_starts_one_sandbox_per_view_of_the_packages(tmp_path: Path) -> None:
+    """Chapters 3 and 6 (every package, torch) get one sandbox, each set its own socket in it; chapter 1 (numpy
+    only) its own sandbox."""
+    from autograder.workers.dispatch import KernelSet
+    from autograder.workers.pool import Pool
+
+    sets = [KernelSet(("torch",), None, ("fused_attention",)), KernelSet(("torch", "transformers"), None, ()),
+            KernelSet((), ("numpy",), ())]
+    pool = Pool(2, tmp_path / "logs")
+    try:
+        addresses = pool.prepare((), sets, str(tmp_path), True)
+        folders = {kernels: Path(address).parent for kernels, address in addresses.items()}
+        assert len(set(addresses.values())) == 3
+        assert folders[sets[0]] == folders[sets[1]] != folders[sets[2]]
+        assert len(set(pool.zygotes.values())) == 2
+    finally:
+        pool.close()
