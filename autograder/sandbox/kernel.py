@@ -65,15 +65,16 @@ def set_limits(limits: Limits) -> None:
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
 
 
-def preload(modules: tuple[str, ...]) -> object | None:
-    """Import ``modules``, then take out what the chapter's rules forbid (``AUTOGRADER_FORBID``, `autograder.sandbox.rules.install`). Returns the
-    rules' registration, which the caller keeps for the kernel's life. No torch operation runs: a warm start
-    (`autograder.sandbox.zygote`) forks kernels from the process that called this."""
+def preload(modules: tuple[str, ...], forbid: str | None = None) -> object | None:
+    """Import ``modules``, then take out what the chapter's rules forbid (``forbid``, comma-separated; None: from
+    ``AUTOGRADER_FORBID``; `autograder.sandbox.rules.install`). Returns the rules' registration, which the caller
+    keeps for the kernel's life. No torch operation runs: a warm start (`autograder.sandbox.zygote`) forks kernels
+    from the process that called this."""
     from autograder.sandbox import rules
 
     for module in modules:
         importlib.import_module(module)
-    return rules.install(rules.parse(os.environ.get(rules.ENV, "")))
+    return rules.install(rules.parse(os.environ.get(rules.ENV, "") if forbid is None else forbid))
 
 
 def start(argv: list[str], times: KernelTimes, registered: object | None) -> None:

@@ -23,6 +23,7 @@ from typing import IO
 from autograder.sandbox.bwrap import command, environment, prepare_home, socket_link
 from autograder.sandbox.limits import START_SECONDS, Limits
 from autograder.sandbox.zygote_client import WarmStartUnavailable, ZygoteClient
+from autograder.sandbox.zygote_protocol import PreloadSet
 
 PROBE_FILE = "probe.txt"  # where `check_warm_start`'s probe says what it found
 
@@ -34,11 +35,13 @@ class Zygote:
 
     def __init__(self, preload: tuple[str, ...], scratch: str = "", log: IO[bytes] | None = None,
                  threads: dict[str, str] | None = None, packages: tuple[str, ...] | None = None,
-                 forbid: tuple[str, ...] = ()):
+                 forbid: tuple[str, ...] = (), also: tuple[PreloadSet, ...] = ()):
         """``log``: where the zygote and its kernels print (ipykernel's banner, the traceback of a fork that failed;
         nowhere when None); ``threads``: the kernels' thread settings (OMP_NUM_THREADS...), read when torch loads;
         ``packages``: the only installed packages it and its kernels see (None: all of them); ``forbid``: the
-        rules it takes out of its kernels before any fork (`autograder.sandbox.rules`)."""
+        rules it takes out of its kernels before any fork (`autograder.sandbox.rules`); ``also``: the other preload
+        sets this sandbox serves (kernels that see the same ``packages``), each at its own `addresses` entry, so
+        that the modules they share are imported once."""
         self.preload = preload
         self.folder = Path(tempfile.mkdtemp(prefix="zygote-", dir=scratch or None))  # this user's alone
         self.jobs = self.folder / "jobs"
@@ -48,22 +51,26 @@ class Zygote:
         self.channels.mkdir(mode=0o755)
         os.chmod(self.channels, 0o755)  # made just now, in a folder of this user's alone
         self.link = socket_link(self.folder)  # a socket's path must be short
-        self.address = str(self.link / "zygote.sock")
-        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        listener.bind(self.address)
-        listener.listen(64)
+        sets = tuple(dict.fromkeys((PreloadSet(preload, forbid), *also)))
+        self.addresses = {kernels: str(self.link / f"zygote{i or ''}.sock") for i, kernels in enumerate(sets)}
+        self.address = self.addresses[sets[0]]
+        listeners = [socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) for _ in sets]
+        for listener, address in zip(listeners, self.addresses.values()):
+            listener.bind(address)
+            listener.listen(64)
         limits = Limits()
-        program = [sys.executable, "-m", "autograder.sandbox.zygote", str(listener.fileno()), str(self.jobs),
-                   str(self.channels)]
-        env = {**environment(self.jobs, limits, preload, forbid), **(threads or {})}
+        program = [sys.executable, "-m", "autograder.sandbox.zygote", str(self.jobs), str(self.channels),
+                   *(kernels.to_arg(listener.fileno()) for kernels, listener in zip(sets, listeners))]
+        env = {**environment(self.jobs, limits, (), ()), **(threads or {})}  # its sets are on its command line
         argv = command(self.jobs, self.jobs, limits, env, program, zygote=True,
                        read_only=((self.channels, self.channels),), packages=packages)
         try:
-            self.process = subprocess.Popen(argv, pass_fds=[listener.fileno()], stdin=subprocess.DEVNULL,
-                                            stdout=log or subprocess.DEVNULL, stderr=log or subprocess.DEVNULL,
-                                            start_new_session=True)
+            self.process = subprocess.Popen(argv, pass_fds=[listener.fileno() for listener in listeners],
+                                            stdin=subprocess.DEVNULL, stdout=log or subprocess.DEVNULL,
+                                            stderr=log or subprocess.DEVNULL, start_new_session=True)
         finally:
-            listener.close()
+            for listener in listeners:
+                listener.close()
 
     def close(self) -> None:
         """End the zygote and every kernel it forked."""

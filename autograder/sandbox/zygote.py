@@ -1,14 +1,18 @@
 """The warm start: a sandboxed process that has imported what an assignment's kernels need and forks one
 kernel per submission, each in namespaces of its own.
 
-`autograder.sandbox.warm.Zygote` (in the grader's pool) starts ``python -m autograder.sandbox.zygote FD JOBS CHANNELS`` in a
-bubblewrap sandbox like a cold kernel's (`autograder.sandbox.bwrap.command` with ``zygote``: the same read-only view,
-plus JOBS, the folder that holds the kernels' homes, CHANNELS, read-only, the grader's folder of the jobs'
-channel folders (`autograder.sandbox.bwrap.Channel`), and without bubblewrap's ban on new user namespaces).
-It imports ``AUTOGRADER_PRELOAD`` and ipykernel's modules (`autograder.sandbox.kernel.preload`: no
-torch operation runs here, so no thread pool exists to break in a fork), then accepts the workers on
-the listening socket FD (`autograder.sandbox.zygote_client.ZygoteClient`), says `Ready` to each and serves its
-requests (`autograder.sandbox.zygote_protocol`):
+`autograder.sandbox.warm.Zygote` (in the grader's pool) starts ``python -m autograder.sandbox.zygote JOBS CHANNELS
+SET...`` in a bubblewrap sandbox like a cold kernel's (`autograder.sandbox.bwrap.command` with ``zygote``: the same
+read-only view, plus JOBS, the folder that holds the kernels' homes, CHANNELS, read-only, the grader's folder of the
+jobs' channel folders (`autograder.sandbox.bwrap.Channel`), and without bubblewrap's ban on new user namespaces).
+Each SET is a listening socket and what its kernels preload and may not call
+(`autograder.sandbox.zygote_protocol.PreloadSet`): one sandbox serves every set whose kernels see the same
+installed packages. It imports what every set preloads and ipykernel's modules (`autograder.sandbox.kernel.preload`:
+no torch operation runs here, so no thread pool exists to break in a fork); with several sets it then forks a
+zygote per set, which imports the rest of its set (one torch for them all, its pages shared). A zygote takes
+its rules out, freezes what it imported (`gc.freeze`: its kernels share those pages instead of copying them when
+their collector runs), then accepts the workers on its socket (`autograder.sandbox.zygote_client.ZygoteClient`),
+says `Ready` to each and serves its requests (`autograder.sandbox.zygote_protocol`):
 
 - `KernelRequest`: fork a kernel; answered `Spawned`, then `Exited` with its status;
 - `Kill`: kill that kernel and everything it started.
@@ -17,11 +21,12 @@ A kernel is three processes, as bubblewrap's are:
 
 1. the *monitor*, forked here: it closes every descriptor and enters new user, mount, pid, network, IPC,
    UTS (and cgroup) namespaces, as its own ids; it exits with the status of
-2. *init*, pid 1 of the new pid namespace. It builds the kernel's filesystem: JOBS and CHANNELS hidden under
-   empty read-only tmpfs but for its own home (a tmpfs as large as the disk limit, holding a copy of what the
-   grader put there: `autograder.sandbox.home.mount_home`; a probe's home stays the grader's folder), a fresh
-   ``/tmp`` (with the symlink to its home that nbgrader's sockets use, and its own channel folder, read-only,
-   at its link's path), ``/dev/shm``, ``/dev/pts`` and ``/proc``. It brings up loopback, allows no further
+2. *init*, pid 1 of the new pid namespace. It builds the kernel's filesystem (`autograder.sandbox.kernel_view`):
+   JOBS and CHANNELS hidden under empty read-only tmpfs but for its own home (a tmpfs as large as the disk limit,
+   holding a copy of what the grader put there: `autograder.sandbox.home.mount_home`; a probe's home stays the
+   grader's folder), a fresh ``/tmp`` (with the symlink to its home that nbgrader's sockets use, and its own
+   channel folder, read-only, at its link's path), ``/dev/shm``, ``/dev/pts`` and ``/proc``. It brings up loopback,
+   allows no further
    user namespace (``max_user_namespaces`` 0 in the new one), drops every capability, forks 3 and reaps
    orphans until 3 exits, which ends the namespace and everything in it;
 3. the *kernel*: a new session, a one-time name (its worker finds it in /proc by it), its limits and
@@ -33,8 +38,8 @@ leaves nothing running.
 
 from __future__ import annotations
 
+import gc
 import os
-import re
 import select
 import signal
 import socket
@@ -44,82 +49,27 @@ import traceback
 from dataclasses import dataclass, replace
 
 from autograder.sandbox import namespaces as ns
-from autograder.sandbox.home import mount_home
+from autograder.sandbox.kernel_view import kernel_view
 from autograder.sandbox.kernel import KernelTimes, preload, set_limits, start
 from autograder.sandbox.limits import Limits
-from autograder.sandbox.zygote_protocol import Exited, Kill, KernelRequest, Lines, Message, Ready, Spawned, encode
+from autograder.sandbox.zygote_protocol import (Exited, Kill, KernelRequest, Lines, Message, PreloadSet, Ready, Spawned,
+                                                encode)
 
 # What ipykernel imports while it starts (its debugger's pydevd among them: a quarter of a second); no thread
-# starts at their import, so each kernel forked from here starts with them imported, as a cold one starts.
+# starts at their import, so each kernel forked from here starts with them imported, as a cold one starts. With
+# them, what ipykernel's start imports besides (sqlite3 for its history, tornado's asyncio loop, faulthandler) and the
+# module the harness has the kernel run at its first test cell (`autograder.channel.served`, by name: the kernel
+# imports it anyway, and this package imports nothing of the channel).
 KERNEL_MODULES = ("ipykernel.kernelapp", "ipykernel.ipkernel", "ipykernel.debugger", "IPython.core.debugger",
-                  "IPython.core.completerlib", "IPython.core.oinspect", "IPython.extensions.storemagic")
+                  "IPython.core.completerlib", "IPython.core.oinspect", "IPython.extensions.storemagic", "sqlite3",
+                  "tornado.platform.asyncio", "faulthandler", "autograder.channel.served")
+CHANNEL_TENSORS = ("autograder.channel.tensors",)
 SETUP_FAILED = 71  # the exit status of a kernel whose namespaces or filesystem could not be made
 
 
 def _exit_code(status: int) -> int:
     code = os.waitstatus_to_exitcode(status)
     return 128 - code if code < 0 else code
-
-
-def _mount_points_under(path: str) -> list[str]:
-    """The outermost mount points strictly under ``path``, from /proc/self/mountinfo."""
-    points = []
-    with open("/proc/self/mountinfo") as handle:
-        for line in handle:
-            # mountinfo escapes a space, tab, newline or backslash as \ooo; other characters are as they are.
-            point = re.sub(r"\\([0-7]{3})", lambda found: chr(int(found.group(1), 8)), line.split()[4])
-            if point.startswith(path.rstrip("/") + "/") and point not in points:
-                points.append(point)
-    return [p for p in points if not any(p.startswith(other + "/") for other in points)]
-
-
-def _fresh_tmpfs(path: str, data: str) -> None:
-    """A new tmpfs at ``path``, with the mounts that lay under it (the interpreter's folders, where the checkout
-    is under /tmp) bound again at their places."""
-    kept = [(point, os.open(point, os.O_PATH)) for point in _mount_points_under(path)]
-    ns.mount("tmpfs", path, "tmpfs", ns.MS_NOSUID | ns.MS_NODEV, data)
-    for point, descriptor in kept:
-        if os.path.isdir(f"/proc/self/fd/{descriptor}"):
-            os.makedirs(point, exist_ok=True)
-        else:
-            os.makedirs(os.path.dirname(point), exist_ok=True)
-            open(point, "a").close()
-        ns.mount(f"/proc/self/fd/{descriptor}", point, flags=ns.MS_BIND | ns.MS_REC)
-        os.close(descriptor)
-
-
-def _hide(folder: str) -> None:
-    """An empty read-only tmpfs over ``folder``."""
-    ns.mount("tmpfs", folder, "tmpfs", ns.MS_NOSUID | ns.MS_NODEV | ns.MS_RDONLY, "size=4k,mode=0755")
-
-
-def _filesystem(request: KernelRequest, jobs: str, channels: str, limits: Limits) -> None:
-    """The kernel's view (module docstring, step 2), made in its new mount namespace."""
-    tmp_bytes = limits.tmp_bytes
-    ns.mount(None, "/", flags=ns.MS_REC | ns.MS_PRIVATE)
-    home = os.open(request.home, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW)
-    channel = os.open(request.channel, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW) if request.channel else None
-    ns.mount("tmpfs", jobs, "tmpfs", ns.MS_NOSUID | ns.MS_NODEV, "size=64k,mode=0755")
-    os.makedirs(request.home)
-    ns.mount(f"/proc/self/fd/{home}", request.home, flags=ns.MS_BIND)  # still the zygote's /proc here
-    os.close(home)
-    if not request.probe:  # a kernel's home: a tmpfs as large as the disk limit, with what the grader put there
-        mount_home(request.home, limits)
-    ns.mount(None, jobs, flags=ns.MS_REMOUNT | ns.MS_RDONLY | ns.MS_NOSUID | ns.MS_NODEV)
-    if channels:
-        _hide(channels)  # every job's channel, this one's included: it is seen at its link only
-    _fresh_tmpfs("/tmp", f"size={tmp_bytes},mode=1777")
-    os.symlink(request.home, request.link)
-    if channel is not None:
-        os.mkdir(request.channel_link)
-        ns.mount(f"/proc/self/fd/{channel}", request.channel_link, flags=ns.MS_BIND)
-        ns.mount(None, request.channel_link,
-                 flags=ns.MS_REMOUNT | ns.MS_BIND | ns.MS_RDONLY | ns.MS_NOSUID | ns.MS_NODEV | ns.MS_NOEXEC)
-        os.close(channel)
-    _fresh_tmpfs("/dev/shm", f"size={tmp_bytes},mode=1777")
-    ns.mount("devpts", "/dev/pts", "devpts", ns.MS_NOSUID | ns.MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620")
-    ns.mount("proc", "/proc", "proc", ns.MS_NOSUID | ns.MS_NODEV | ns.MS_NOEXEC)
-    os.chdir("/")  # the zygote's working folder is JOBS under the tmpfs, every home in it: /proc/1/cwd would show it
 
 
 def _kernel(request: KernelRequest, limits: Limits, times: KernelTimes) -> int:
@@ -145,7 +95,7 @@ def _init(request: KernelRequest, jobs: str, channels: str, times: KernelTimes) 
     """Step 2, as pid 1 of the new pid namespace: returns the kernel's exit status."""
     ns.set_parent_death_signal(signal.SIGKILL)
     limits = Limits.from_json(request.limits)
-    _filesystem(request, jobs, channels, limits)
+    kernel_view(request, jobs, channels, limits)
     ns.loopback_up()
     with open("/proc/sys/user/max_user_namespaces", "w") as handle:
         handle.write("0")
@@ -272,14 +222,57 @@ class ZygoteServer:
                     self.receive(connection)
 
 
+def _freeze() -> None:
+    """Collect, then move every object left out of the collector's reach (``gc.freeze``): a fork of this process
+    shares its pages, and a collection in the fork would otherwise write to every page that holds an object (its
+    header), copying the imports' pages into each kernel."""
+    gc.collect()
+    gc.freeze()
+
+
+def _serve(listener: socket.socket, jobs: str, channels: str, kernels: PreloadSet, imported: tuple[str, ...],
+           started: float) -> None:
+    """Import what ``kernels`` preload besides ``imported``, take out its rules, freeze, then serve ``listener``."""
+    rules = preload(tuple(module for module in kernels.preload if module not in imported), ",".join(kernels.forbid))
+    if "torch" in sys.modules:  # the channel's tensors, which its server imports at the first test cell
+        preload(CHANNEL_TENSORS, "")
+    _freeze()
+    hello = Ready(os.getpid(), jobs, channels, time.time() - started, len(os.listdir("/proc/self/task")))
+    ZygoteServer(listener, jobs, channels, hello, rules).serve()
+
+
 def main(argv: list[str]) -> None:
-    """``python -m autograder.sandbox.zygote FD JOBS CHANNELS``: preload, then serve the workers that connect to the
-    listening socket FD; each is first told `Ready`."""
-    listener = socket.socket(fileno=int(argv[0]))
+    """``python -m autograder.sandbox.zygote JOBS CHANNELS SET...``, each SET a listening socket's descriptor and
+    what its kernels preload and may not call (`autograder.sandbox.zygote_protocol.PreloadSet.to_arg`).
+
+    This process imports the modules every set preloads, ipykernel's and the channel's (`KERNEL_MODULES`). With
+    one set it then serves it; with several it freezes what it imported (`_freeze`) and forks a zygote per set,
+    which imports the rest of its set and serves its socket, so that the modules the sets share (torch) are
+    imported once and their pages shared by every zygote and kernel; it then waits for them."""
+    jobs, channels, *given = argv
     started = time.time()
-    rules = preload(tuple(filter(None, os.environ.get("AUTOGRADER_PRELOAD", "").split(","))) + KERNEL_MODULES)
-    hello = Ready(os.getpid(), argv[1], argv[2], time.time() - started, len(os.listdir("/proc/self/task")))
-    ZygoteServer(listener, argv[1], argv[2], hello, rules).serve()
+    sets = [PreloadSet.from_arg(arg) for arg in given]
+    shared = sets[0][1].shared(tuple(kernels for _, kernels in sets[1:]))
+    preload(shared + KERNEL_MODULES, "")
+    if len(sets) == 1:
+        _serve(socket.socket(fileno=sets[0][0]), jobs, channels, sets[0][1], shared, started)
+    _freeze()
+    children, root = [], os.getpid()
+    for descriptor, kernels in sets:
+        pid = os.fork()
+        if pid == 0:
+            ns.set_parent_death_signal(signal.SIGKILL)
+            if os.getppid() != root:  # it died before the signal was set
+                os._exit(SETUP_FAILED)
+            for other, _ in sets:
+                if other != descriptor:
+                    os.close(other)
+            os._exit(_guarded(_serve, socket.socket(fileno=descriptor), jobs, channels, kernels, shared, started))
+        children.append(pid)
+    for descriptor, _ in sets:
+        os.close(descriptor)  # a set whose zygote ended refuses its workers
+    while children:
+        children.remove(os.wait()[0])
 
 
 if __name__ == "__main__":

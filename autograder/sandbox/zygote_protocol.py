@@ -1,10 +1,14 @@
-"""The messages between a worker (`autograder.sandbox.zygote_client.ZygoteClient`) and the zygote
-(`autograder.sandbox.zygote`), one JSON line each, ``{"<tag>": {<the record's fields>}}``, written by `encode` and
-read by `Lines`:
+"""What a zygote serves (`PreloadSet`, one per listening socket) and the messages between a worker
+(`autograder.sandbox.zygote_client.ZygoteClient`) and the zygote (`autograder.sandbox.zygote`), one JSON line each,
+``{"<tag>": {<the record's fields>}}``, written by `encode` and read by `Lines`:
 
 - the zygote to each worker that connects: `Ready` (it has imported its modules);
 - the worker: `KernelRequest` (fork a kernel), `Kill` (kill that kernel and everything it started);
 - the zygote: `Spawned` (the kernel is forked), then `Exited` (its exit status).
+
+One sandbox serves every preload set of the kernels that see the same installed packages: it imports what the
+sets share once, then forks a zygote per set that imports the rest (`autograder.sandbox.zygote`); each listens on
+its own socket, named on the command line by `PreloadSet.to_arg`.
 """
 
 from __future__ import annotations
@@ -13,6 +17,29 @@ import json
 from dataclasses import asdict, dataclass, fields
 from collections.abc import Mapping
 from types import MappingProxyType
+from typing import NamedTuple
+
+
+class PreloadSet(NamedTuple):
+    """What one zygote's kernels import before student code (``preload``) and the rules taken out of them
+    (``forbid``, `autograder.sandbox.rules`)."""
+
+    preload: tuple[str, ...]
+    forbid: tuple[str, ...] = ()
+
+    def to_arg(self, descriptor: int) -> str:
+        """The zygote's command-line argument for this set, served on the listening socket ``descriptor``."""
+        return f"{descriptor}:{','.join(self.preload)}:{','.join(self.forbid)}"
+
+    @classmethod
+    def from_arg(cls, arg: str) -> tuple[int, PreloadSet]:
+        """The descriptor and set `to_arg` wrote."""
+        descriptor, preload, forbid = arg.split(":")
+        return int(descriptor), cls(tuple(filter(None, preload.split(","))), tuple(filter(None, forbid.split(","))))
+
+    def shared(self, others: tuple[PreloadSet, ...]) -> tuple[str, ...]:
+        """The modules of ``preload`` that every one of ``others`` preloads too, in this set's order."""
+        return tuple(module for module in self.preload if all(module in other.preload for other in others))
 
 
 @dataclass(frozen=True)

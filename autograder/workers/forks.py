@@ -20,6 +20,7 @@ them; the pool watches each through a pidfd).
 
 from __future__ import annotations
 
+import gc
 import importlib
 import json
 import os
@@ -169,6 +170,8 @@ def main(argv: list[str]) -> None:
                 _import(pending.pop(0))
         sys.stdout.flush()
         sys.stderr.flush()
+        gc.collect()  # then out of the collector's reach: a worker's collections never copy the pages it shares
+        gc.freeze()
         pid = os.fork()
         if pid == 0:
             _become_worker(control, descriptors)

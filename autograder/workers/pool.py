@@ -31,6 +31,7 @@ from autograder.sandbox.guards import kill_group
 from autograder.sandbox.limits import START_SECONDS
 from autograder.sandbox.probe import check_isolation
 from autograder.sandbox.warm import WarmStartUnavailable, Zygote, check_warm_start
+from autograder.sandbox.zygote_protocol import PreloadSet
 from autograder.workers.dispatch import Isolation, KernelSet
 from autograder.workers.forks import ForkedWorker, WorkerForks, log_tail
 from course import ROOT
@@ -207,7 +208,12 @@ class Pool:
         one process that imports these once (`autograder.workers.forks`); and, with ``warm``, the zygote of each of
         ``kernels``, started now (`start_zygote`). Call it before the first `run`; returns the zygotes' addresses."""
         self.modules = imports
-        return {k: self.start_zygote(k, scratch).address for k in sorted(kernels, key=repr)} if warm else {}
+        if not warm:
+            return {}
+        ordered = sorted(kernels, key=repr)
+        for kernels_set in ordered:  # one sandbox for the sets that see the same packages: they share one torch
+            self.start_zygote(kernels_set, scratch, tuple(k for k in ordered if k.packages == kernels_set.packages))
+        return {k: self.zygotes[k].addresses[PreloadSet(k.preload, k.forbid)] for k in ordered}
 
     def isolation(self, isolate: bool, warm: bool) -> Isolation:
         """How this machine's kernels run (`isolation_line`)."""
@@ -216,14 +222,16 @@ class Pool:
     def describe(self) -> str:
         return f"with {len(self.workers)} jobs"
 
-    def start_zygote(self, kernels: KernelSet, scratch: str) -> Zygote:
+    def start_zygote(self, kernels: KernelSet, scratch: str, together: tuple[KernelSet, ...] = ()) -> Zygote:
         """The zygote of ``kernels`` (`autograder.sandbox.warm`), started here on first use and not waited for: it
-        imports while the workers do other work. Called from the thread that runs the pool: it dies with that
-        thread."""
+        imports while the workers do other work; with it, in its sandbox, those of ``together`` (sets that see the
+        same packages) not started yet. Called from the thread that runs the pool: it dies with that thread."""
         if kernels not in self.zygotes:
             threads = {key: value for key, value in self.workers[0].env.items() if key in THREADS}
-            self.zygotes[kernels] = Zygote(kernels.preload, scratch, self.zygote_log, threads, kernels.packages,
-                                           kernels.forbid)
+            also = tuple(k for k in together if k != kernels and k not in self.zygotes)
+            zygote = Zygote(kernels.preload, scratch, self.zygote_log, threads, kernels.packages, kernels.forbid,
+                            tuple(PreloadSet(k.preload, k.forbid) for k in also))
+            self.zygotes.update(dict.fromkeys((kernels, *also), zygote))
         return self.zygotes[kernels]
 
     def with_zygote(self, job: Job) -> Job:
@@ -231,7 +239,9 @@ class Pool:
         kernels when it is to start warm."""
         if not (job.warm and job.isolate):
             return job
-        return replace(job, zygote=self.start_zygote(KernelSet.of(job.template), job.scratch).address)
+        kernels = KernelSet.of(job.template)
+        return replace(job, zygote=self.start_zygote(kernels, job.scratch).addresses[PreloadSet(kernels.preload,
+                                                                                                 kernels.forbid)])
 
     def close(self) -> None:
         """Stop the workers and the zygotes (their sandboxes die with them)."""
@@ -241,7 +251,7 @@ class Pool:
         if self.forks is not None:
             self.forks.close()
             self.forks = None
-        for zygote in self.zygotes.values():
+        for zygote in dict.fromkeys(self.zygotes.values()):  # a sandbox may serve several sets
             zygote.close()
         self.zygotes.clear()
         self.zygote_log.close()
