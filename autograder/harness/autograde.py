@@ -167,7 +167,7 @@ def read_scores(assignment: Assignment, names: list[str],
                 autograded: dict[str, nbformat.NotebookNode]) -> tuple[CellResult, ...]:
     """Each graded cell's result, in notebook order. A manually graded answer or task (no auto score) is left
     for manual grading: flagged, its points 0 until given by hand, and its feedback says so (`MANUAL_PENDING`,
-    as the cell's comment)."""
+    as the cell's comment). A graded cell missing from the autograded notebook scores 0."""
     from nbgrader.api import Gradebook
 
     cells = []
@@ -180,7 +180,7 @@ def read_scores(assignment: Assignment, names: list[str],
             for grade in sorted(grades, key=lambda g: (order.get(g.name, len(order)), g.name)):
                 points = float(grade.score or 0.0)
                 cell = by_id.get(grade.name)
-                if grade.auto_score is None:
+                if grade.auto_score is None and cell is not None:
                     gradebook.find_comment(grade.name, name, assignment.name, STUDENT).auto_comment = MANUAL_PENDING
                     cells.append(CellResult(name, grade.name, 0.0, float(grade.max_score), False, MANUAL_PENDING,
                                             manual=True))
