@@ -103,8 +103,10 @@ class ClassGradebook:
         self._ensure_submission(task.assignment, task.student)
         scores = {(c.notebook, c.grade_id): c.points for c in result.cells}
         manual = {(c.notebook, c.grade_id) for c in result.cells if c.manual}
+        grades = {(name, grade.name): grade for name in template.notebooks  # one query per notebook, not per cell
+                  for grade in gb.find_submission_notebook(name, task.assignment, task.student).grades}
         for name, grade_id, _ in template.cells:
-            grade = gb.find_grade(grade_id, name, task.assignment, task.student)
+            grade = grades[(name, grade_id)]
             if (name, grade_id) in manual:
                 grade.auto_score, grade.needs_manual_grade = None, grade.manual_score is None
             else:
