@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import logging
 import shutil
+import sqlite3
 import tempfile
 import warnings
 from dataclasses import dataclass, field
@@ -121,7 +122,7 @@ class Assignments:
         """SQLAlchemy's ``connect`` event: a connection to one of these gradebooks (copies, rewritten by each job) does
         not wait for the disk on each commit (nbgrader's SaveAutoGrades commits once per graded cell: about 6 ms
         each on a busy disk)."""
-        if self.folder is None or not hasattr(connection, "execute"):
+        if self.folder is None or not isinstance(connection, sqlite3.Connection):
             return
         files = [row[2] for row in connection.execute("PRAGMA database_list")]
         if any(path and Path(path).parent == Path(self.folder.name) for path in files):
