@@ -20,7 +20,8 @@ def nbgrader_environment() -> dict[str, str]:
     return {**os.environ, "PATH": os.pathsep.join([scripts, os.environ.get("PATH", "")])}
 
 
-def _load_config():
+def load_config():
+    """The course's nbgrader config, as `autograder/nbgrader_config.py` sets it."""
     from traitlets.config.loader import PyFileConfigLoader
 
     return PyFileConfigLoader(NBGRADER_CONFIG.name, str(NBGRADER_CONFIG.parent)).load_config()
@@ -29,13 +30,13 @@ def _load_config():
 @cache
 def course_id() -> str:
     """The course id of every gradebook, as the nbgrader config names it."""
-    return _load_config().CourseDirectory.course_id
+    return load_config().CourseDirectory.course_id
 
 
 def course_config(root: Path, db_url: str, **overrides: str):
     """The course's nbgrader config pointed at another course folder ``root`` and gradebook ``db_url``;
     each keyword sets one more ``CourseDirectory`` option."""
-    config = _load_config()
+    config = load_config()
     config.CourseDirectory.root = str(root)
     config.CourseDirectory.db_url = db_url
     for name, value in overrides.items():
@@ -71,13 +72,22 @@ def stamp_new_gradebook(db_url: str) -> None:
         engine.dispose()
 
 
-def _job_log() -> logging.Logger:
+def job_log() -> logging.Logger:
+    """The log nbgrader's errors go to, emptied: one job's (`logged` reads it)."""
     log = logging.getLogger("autograder.nbgrader")
     if not log.handlers:
         log.addHandler(logging.StreamHandler(io.StringIO()))
         log.setLevel(logging.ERROR)
         log.propagate = False
+    stream = log.handlers[0].stream
+    stream.seek(0)
+    stream.truncate()
     return log
+
+
+def logged(log: logging.Logger) -> str:
+    """What was written to ``log`` (`job_log`) since it was emptied."""
+    return log.handlers[0].stream.getvalue()
 
 
 def run_converter(converter_class, config, assignment: str, student: str | None = None, **traits: object) -> str:
@@ -89,16 +99,13 @@ def run_converter(converter_class, config, assignment: str, student: str | None 
     config.CourseDirectory.assignment_id = assignment
     if student is not None:
         config.CourseDirectory.student_id = student
-    log = _job_log()
-    stream = log.handlers[0].stream
-    stream.seek(0)
-    stream.truncate()
+    log = job_log()
     converter = converter_class(coursedir=CourseDirectory(config=config), config=config, **traits)
     converter.log = log
     try:
         converter.start()
     except Exception as error:  # noqa: BLE001 - nbgrader reports failures as exceptions and log lines
-        return stream.getvalue() or f"{type(error).__name__}: {error}"
+        return logged(log) or f"{type(error).__name__}: {error}"
     return ""
 
 

@@ -3,14 +3,15 @@
 `grade_submission(job, notebooks)` is the one entry point that grades a job (`autograder.records.Job`:
 the assignment's template folder, the limits, the modules to preload); it takes the notebooks' bytes
 and returns an `autograder.records.Result` (scores, reasons, timings and the feedback HTML), writing
-nothing outside its own temporary folder. It runs only in a worker process of `autograder.workers.pool`: the
+nothing outside its own temporary folders. It runs only in a worker process of `autograder.workers.pool`: the
 local run's workers, or on a cluster the single worker of each Dask worker thread
 (`autograder.workers.dask_worker`), so that a hostile notebook takes down no more than its own worker.
 
-For each job it builds a throw-away nbgrader course: the assignment's released files as the source,
-the submission as ``submitted/student/<assignment>/`` and a copy of the template gradebook (made by
-``nbgrader generate_assignment``, so autograde restores locked cells and hidden tests from it).
-nbgrader's Autograde runs each notebook in a sandboxed kernel whose only writable folder is the kernel's
+No nbgrader course is built per job: the worker keeps each assignment's state (`Kept`, its
+`autograder.harness.autograde.Assignments`: the template's test plans, nbgrader's preprocessors configured once and
+a gradebook of its own), and `autograder.harness.autograde.autograde` runs nbgrader's Autograde preprocessors on
+the submitted notebooks in memory, restoring locked cells and hidden tests from the gradebook.
+Its Execute is a sandboxed kernel whose only writable folder is the kernel's
 home (a tmpfs as large as the disk limit, which the worker reaches by a descriptor: `autograder.sandbox.home`):
 forked warm by the zygote of the job's preload set (`autograder.sandbox.zygote_client`, `autograder.sandbox.zygote`;
 its home under the zygote's folder of homes), or cold, inside bubblewrap (`autograder.sandbox.bwrap`; its home the job's
@@ -21,7 +22,7 @@ hidden test code is removed, outputs shortened, and the worker renders the feedb
 memory and the scores (`autograder.harness.feedback_page`: nbgrader's GenerateFeedback page, compiled once a worker).
 
 The worker process around it is `autograder.workers.worker`. nbgrader is configured, not patched: our
-`TrustedExecute` takes the place of nbgrader's Execute in Autograde's preprocessors, one instance per job
+`TrustedExecute` takes the place of nbgrader's Execute among Autograde's preprocessors, one instance per job
 (it keeps the job's `autograder.harness.execute.Spent`), and its ``kernel_manager_class``,
 `autograder.harness.kernel_manager.SandboxKernelManager`, forks or launches the kernel and records when.
 """
@@ -33,6 +34,7 @@ import shutil
 import sys
 import tempfile
 import time
+import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -42,32 +44,27 @@ sys.modules.setdefault("rfc3987_syntax", None)
 
 import nbformat  # noqa: E402
 
+from autograder.harness.autograde import Assignment, Assignments, autograde, preprocessor_config, \
+    read_scores  # noqa: E402
 from autograder.harness.execute import TrustedExecute  # noqa: E402
-from autograder.harness.feedback import (MESSAGE_LIMIT, cell_message, incidents, sanitize_for_feedback,  # noqa: E402
-                                         shorten)
+from autograder.harness.feedback import MESSAGE_LIMIT, incidents, sanitize_for_feedback, shorten  # noqa: E402
 from autograder.harness.feedback_page import CompiledTemplates, feedback_pages  # noqa: E402
-from autograder.harness.nbgrader_course import course_config, generate_assignment, run_converter  # noqa: E402
+from autograder.harness.nbgrader_course import generate_assignment, job_log, logged  # noqa: E402
 from autograder.harness.timings import JobClock, job_timings, read_kernel_times  # noqa: E402
-from autograder.records import CellResult, GenerateJob, Job, Result  # noqa: E402
+from autograder.records import GenerateJob, Job, Result  # noqa: E402
 from autograder.sandbox.bwrap import (KERNEL_NAME, Channel, environment, kernel_argv, new_channel,  # noqa: E402
                                       prepare_home, socket_link, write_kernelspec)
 from autograder.sandbox.home import KernelHome, inode_count  # noqa: E402
 from autograder.sandbox.limits import START_SECONDS  # noqa: E402
 from autograder.sandbox.zygote_client import WarmLaunch, WarmStartUnavailable, ZygoteClient, ZygoteClients  # noqa: E402
-from nbgrader.converters import Autograde  # noqa: E402
-from nbgrader.preprocessors import Execute  # noqa: E402
-
-STUDENT = "student"
-MANUAL_PENDING = "Pending: this answer is graded by hand. Its score is not given yet (the 0 shown is not final)."
 
 
-def grading_config(course: Path, db_url: str, cell_timeout: int, home: Path, sockets: Path, channel: Channel,
+def grading_config(db_url: str, cell_timeout: int, home: Path, sockets: Path, channel: Channel,
                    hidden_key: str = "", forbid: tuple[str, ...] = ()):
-    """nbgrader's config for one job's throw-away course: the sandbox kernel, its connection file in ``home``,
-    reached over Unix sockets in ``sockets`` (a short link to ``home``: `autograder.sandbox.bwrap.socket_link`); the
-    trusted harness's sockets in ``channel``, the hand-in's key and the chapter's rules."""
-    config = course_config(course, db_url, source_directory="source", submitted_directory="submitted",
-                           autograded_directory="autograded", feedback_directory="feedback")
+    """nbgrader's config for one job's Execute: the sandbox kernel, its connection file in ``home``, reached over Unix
+    sockets in ``sockets`` (a short link to ``home``: `autograder.sandbox.bwrap.socket_link`); the trusted harness's
+    sockets in ``channel``, the hand-in's key and the chapter's rules."""
+    config = preprocessor_config(db_url)
     config.Execute.timeout = cell_timeout
     config.Execute.kernel_name = KERNEL_NAME
     config.Execute.interrupt_on_timeout = True
@@ -78,14 +75,9 @@ def grading_config(course: Path, db_url: str, cell_timeout: int, home: Path, soc
     config.KernelManager.transport = "ipc"
     config.KernelManager.ip = str(sockets / "k")
     config.KernelManager.connection_file = str(home / "connection.json")
-    # nbgrader's LimitOutput keeps at most this many lines of each output in the autograded notebook (what this
-    # worker holds and the messages are read from); `autograder.harness.feedback.sanitize_for_feedback` then cuts
-    # each remaining output to characters for the student's page (a line can be as long as a whole flood).
     config.TrustedExecute.channel_folder = str(channel.link)
     config.TrustedExecute.hidden_key = hidden_key
     config.TrustedExecute.forbid = list(forbid)
-    config.LimitOutput.max_lines = 200
-    config.LimitOutput.max_traceback = 60
     return config
 
 
@@ -119,40 +111,12 @@ def _failure_reason(log_text: str) -> str:
     return shorten(lines[-1] if lines else "nbgrader could not grade the notebook", MESSAGE_LIMIT)
 
 
-def _read_scores(db_url: str, assignment: str, notebooks: list[str], course: Path) -> tuple[CellResult, ...]:
-    """Each graded cell's result, in notebook order. A manually graded answer or task (no auto score) is left
-    for manual grading: flagged, its points 0 until given by hand, and its feedback says so (`MANUAL_PENDING`,
-    as the cell's comment)."""
-    from nbgrader.api import Gradebook
-
-    cells = []
-    with Gradebook(db_url) as gradebook:
-        for name in notebooks:
-            autograded = course / "autograded" / STUDENT / assignment / f"{name}.ipynb"
-            notebook = nbformat.read(autograded, as_version=4) if autograded.exists() else None
-            by_id = {c.metadata.get("nbgrader", {}).get("grade_id"): c for c in notebook.cells} if notebook else {}
-            order = {grade_id: i for i, grade_id in enumerate(by_id)}
-            grades = gradebook.find_submission_notebook(name, assignment, STUDENT).grades
-            for grade in sorted(grades, key=lambda g: (order.get(g.name, len(order)), g.name)):
-                points = float(grade.score or 0.0)
-                cell = by_id.get(grade.name)
-                if grade.auto_score is None:
-                    gradebook.find_comment(grade.name, name, assignment, STUDENT).auto_comment = MANUAL_PENDING
-                    cells.append(CellResult(name, grade.name, 0.0, float(grade.max_score), False, MANUAL_PENDING,
-                                            manual=True))
-                    continue
-                message = "this test cell is missing from the submitted notebook" if cell is None else cell_message(cell)
-                cells.append(CellResult(name, grade.name, points, float(grade.max_score),
-                                        points >= float(grade.max_score), message))
-        gradebook.db.commit()
-    return tuple(cells)
-
-
-def _write_submission(notebooks: dict[str, bytes | None], submitted: Path) -> list[str]:
-    """Write each readable notebook; returns the problems of the others."""
-    problems = []
+def _read_submission(notebooks: dict[str, bytes | None]) -> tuple[dict[str, nbformat.NotebookNode | None], list[str]]:
+    """Each readable notebook (None: not handed in), and the problems of the others."""
+    problems, read = [], {}
     for name, data in notebooks.items():
         if data is None:
+            read[name] = None
             continue
         try:
             notebook = nbformat.reads(data.decode("utf-8"), as_version=4)
@@ -161,16 +125,18 @@ def _write_submission(notebooks: dict[str, bytes | None], submitted: Path) -> li
             problems.append(f"{name}.ipynb is not a readable notebook ({type(error).__name__}: "
                             f"{shorten(str(error).splitlines()[0] if str(error) else '', 200)})")
             continue
-        (submitted / f"{name}.ipynb").write_bytes(data)
-    return problems
+        read[name] = notebook
+    return read, problems
 
 
 @dataclass(frozen=True)
 class Kept:
-    """What a worker keeps from job to job: its connections to the zygotes and its compiled feedback templates."""
+    """What a worker keeps from job to job: its connections to the zygotes, its compiled feedback templates and each
+    assignment's nbgrader state (`autograder.harness.autograde.Assignments`)."""
 
     zygotes: ZygoteClients = field(default_factory=ZygoteClients)
     templates: CompiledTemplates = field(default_factory=CompiledTemplates)
+    assignments: Assignments = field(default_factory=Assignments)
 
 
 def grade_submission(job: Job, notebooks: dict[str, bytes | None], kept: Kept | None = None) -> Result:
@@ -181,8 +147,8 @@ def grade_submission(job: Job, notebooks: dict[str, bytes | None], kept: Kept | 
     limits, the modules to preload and whether to sandbox the kernel (``isolate`` False: resource limits
     only); ``kept``: what the worker keeps from job to job (`Kept`; None: nothing kept).
     Returns the `Result`: ``graded`` (its cells, timings and feedback pages) or ``failed``.
-    One job at a time per process (nbgrader's error log, `autograder.harness.nbgrader_course.run_converter`, is
-    the process's).
+    One job at a time per process (nbgrader's error log, `autograder.harness.nbgrader_course.job_log`, and the
+    kept gradebooks are the process's).
     """
     workdir = Path(tempfile.mkdtemp(prefix="job-", dir=job.scratch or None))
     kept = kept or Kept()
@@ -193,7 +159,8 @@ def grade_submission(job: Job, notebooks: dict[str, bytes | None], kept: Kept | 
     channel = zygote.new_channel() if zygote else new_channel(workdir)
     view = KernelHome(home, sockets) if job.isolate else None
     try:
-        return _grade(job, notebooks, workdir, home, view, sockets, zygote, channel, kept.templates)
+        assignment = kept.assignments.get(job.template, job.scratch)
+        return _grade(job, notebooks, workdir, home, view, sockets, zygote, channel, kept.templates, assignment)
     finally:
         if view is not None:
             view.close()
@@ -217,21 +184,15 @@ def _zygote(job: Job, zygotes: ZygoteClients) -> ZygoteClient | None:
 
 
 def _grade(job: Job, notebooks: dict[str, bytes | None], workdir: Path, home: Path, view: KernelHome | None,
-           sockets: Path, zygote: ZygoteClient | None, channel: Channel, templates: CompiledTemplates) -> Result:
+           sockets: Path, zygote: ZygoteClient | None, channel: Channel, templates: CompiledTemplates,
+           assignment: Assignment) -> Result:
     """``view``: how the worker reaches ``home`` once the sandboxed kernel made it its tmpfs (None: no sandbox);
-    ``templates``: the worker's compiled feedback templates."""
-    assignment, template, limits = job.assignment, job.template, job.limits
-    released = template.released
-    course = workdir / "course"
-    shutil.copytree(released, course / "source" / assignment, ignore=shutil.ignore_patterns("*.ipynb"))
-    shutil.copytree(released, home / "work", ignore=shutil.ignore_patterns("*.ipynb"))
-    submitted = course / "submitted" / STUDENT / assignment
-    submitted.mkdir(parents=True)
-    problems = _write_submission(notebooks, submitted)
+    ``templates``: the worker's compiled feedback templates; ``assignment``: the worker's state of the job's."""
+    template, limits = job.template, job.limits
+    submitted, problems = _read_submission(notebooks)
     if problems:
         return Result("failed", "; ".join(problems))
-    shutil.copyfile(template.gradebook, workdir / "gradebook.db")
-    db_url = f"sqlite:///{workdir / 'gradebook.db'}"
+    shutil.copytree(template.released, home / "work", ignore=shutil.ignore_patterns("*.ipynb"))
     prepare_home(home)
     argv, env = kernel_argv(home, home / "work", limits, template.preload, job.isolate, sockets, channel,
                             template.packages, template.forbid)
@@ -239,14 +200,17 @@ def _grade(job: Job, notebooks: dict[str, bytes | None], workdir: Path, home: Pa
     warm = None if zygote is None else WarmLaunch(zygote, home, home / "work", sockets, limits,
                                                   environment(home, limits, template.preload, template.forbid), channel)
     started = time.time()
-    config = grading_config(course, db_url, limits.cell_seconds, home, sockets, channel, job.hidden_key,
+    config = grading_config(assignment.db_url, limits.cell_seconds, home, sockets, channel, job.hidden_key,
                             template.forbid)
     config.SandboxKernelManager.kernelspecs = str(kernelspecs)
     executor = TrustedExecute(config=config, warm=warm, home=view)  # this job's: it keeps the job's `Spent`
-    steps = Autograde.class_traits()["autograde_preprocessors"].default()
-    error_log = run_converter(Autograde, config, assignment, STUDENT,
-                              autograde_preprocessors=[executor if step is Execute else step for step in steps])
-    clock = JobClock(started, time.time())
+    log = job_log()
+    try:
+        autograded = autograde(assignment, submitted, executor, log, workdir)
+    except Exception:  # noqa: BLE001 - nbgrader reports failures as exceptions and log lines
+        autograded, error_log = {}, f"{logged(log)}\n{traceback.format_exc()}"
+    else:
+        error_log = ""
     if zygote is not None and not zygote.alive:  # no submission can reach the zygote: the grader's failure
         return Result("failed", "the warm process of this assignment died while grading it (it is graded again on "
                                 "the next run)", transient=True)
@@ -256,24 +220,18 @@ def _grade(job: Job, notebooks: dict[str, bytes | None], workdir: Path, home: Pa
                                 "disk limit); a write past it fails with ENOSPC")
     if error_log:
         return Result("failed", _failure_reason(error_log))
-    cells = _read_scores(db_url, assignment, list(notebooks), course)
+    cells = read_scores(assignment, list(notebooks), autograded)
+    clock = JobClock(started, time.time())
     notes = []
-    sanitised = {}
-    for name, data in notebooks.items():
-        autograded = course / "autograded" / STUDENT / assignment / f"{name}.ipynb"
-        if autograded.exists():
-            notebook = nbformat.read(autograded, as_version=4)
-            notes += incidents(notebook, limits.cell_seconds)
-            sanitize_for_feedback(notebook)
-            autograded.chmod(0o644)  # nbgrader leaves it read-only (only root could write it back)
-            nbformat.write(notebook, autograded)
-            sanitised[name] = notebook
-    feedback = feedback_pages(sanitised, cells, templates)
-    if len(feedback) < len(sanitised):
+    for notebook in autograded.values():
+        notes += incidents(notebook, limits.cell_seconds)
+        sanitize_for_feedback(notebook)
+    # The feedback step: the sanitised autograded notebooks and their cells' results -> one HTML page each.
+    feedback = feedback_pages(autograded, cells, templates)
+    if len(feedback) < len(autograded):
         notes.append("feedback could not be written")
-    # What nbgrader's formgrader opens in the output folder (sanitised as the feedback is).
-    autograded = {path.stem: path.read_text()
-                  for path in sorted((course / "autograded" / STUDENT / assignment).glob("*.ipynb"))}
     kernel = read_kernel_times(home, view.descriptor if view is not None else None)
+    # What nbgrader's formgrader opens in the output folder (sanitised as the feedback is).
     return Result("graded", "; ".join(notes), cells, job_timings(kernel, executor.spent, clock), feedback,
-                  autograded=autograded)
+                  autograded={name: nbformat.writes(notebook) for name, notebook in sorted(autograded.items())})
+

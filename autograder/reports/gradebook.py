@@ -2,10 +2,18 @@
 
 The class gradebook is where manual grading happens (nbgrader's formgrader or its gradebook API): a manually
 graded answer or task is recorded as needing a manual grade (no auto score), a manual score given there is
-never overwritten by a later run, and `ClassGradebook.manual_scores` reads the points given back."""
+never overwritten by a later run, and `ClassGradebook.manual_scores` reads the points given back.
+
+`ClassGradebook.record` commits in batches (every `BATCH` results or `BATCH_SECONDS`, and on `close`): a run that
+dies loses at most the last batch from the gradebook, never a grade, since every result is stored before it is
+recorded (`autograder.reports.state.save_state`) and the next run records the stored results again. nbgrader's
+``update_or_create_*`` commit on every call, so a new student or submission is made here as nbgrader's
+``add_student`` and ``add_submission`` make it (the same rows), without their commit.
+"""
 
 from __future__ import annotations
 
+import time
 import warnings
 from typing import TYPE_CHECKING
 
@@ -15,12 +23,16 @@ if TYPE_CHECKING:
 
 
 ManualScores = dict[tuple[str, str, str, str], float | None]  # (student, assignment, notebook, grade_id) -> points
+BATCH = 100  # results recorded per commit at most
+BATCH_SECONDS = 1.0  # seconds between commits at most, while results come in
 
 
 class ClassGradebook:
     """The class gradebook (nbgrader's schema): assignments, students, per-cell auto scores, manual scores."""
 
-    def __init__(self, db_url: str, templates: dict[str, Template]):
+    def __init__(self, db_url: str, templates: dict[str, Template], batch: int = BATCH,
+                 batch_seconds: float = BATCH_SECONDS):
+        """``batch``, ``batch_seconds``: `record` commits every that many results or seconds (and `close`)."""
         from nbgrader.api import Gradebook as NbgraderGradebook
 
         from autograder.harness.nbgrader_course import course_id, stamp_new_gradebook
@@ -29,6 +41,9 @@ class ClassGradebook:
         self.gradebook = NbgraderGradebook(db_url, course_id())
         self.templates = templates
         self.ready: set[str] = set()
+        self.batch, self.batch_seconds = batch, batch_seconds
+        self.pending = 0  # results recorded since the last commit
+        self.committed = time.monotonic()
 
     def _ensure_assignment(self, template: Template) -> None:
         if template.assignment in self.ready:
@@ -62,7 +77,20 @@ class ClassGradebook:
         with warnings.catch_warnings():
             # nbgrader's own update_or_create_submission trips SQLAlchemy's autoflush warnings.
             warnings.simplefilter("ignore")
-            self._record(task, result)
+            try:
+                self._record(task, result)
+            except Exception:
+                self.gradebook.db.rollback()  # this batch is recorded again from the stored results by the next run
+                self.pending = 0
+                raise
+        self.pending += 1
+        if self.pending >= self.batch or time.monotonic() - self.committed >= self.batch_seconds:
+            self.commit()
+
+    def commit(self) -> None:
+        """Write what `record` recorded since the last commit."""
+        self.gradebook.db.commit()
+        self.pending, self.committed = 0, time.monotonic()
 
     def _record(self, task: Task, result: Result) -> None:
         template = self.templates.get(task.assignment)
@@ -72,17 +100,41 @@ class ClassGradebook:
         gb = self.gradebook
         if task.missing and self._has_submission(task):
             return  # 'no submission' never zeroes what a shared gradebook holds (another folder's grades)
-        gb.update_or_create_student(task.student)
-        gb.update_or_create_submission(task.assignment, task.student)
+        self._ensure_submission(task.assignment, task.student)
         scores = {(c.notebook, c.grade_id): c.points for c in result.cells}
         manual = {(c.notebook, c.grade_id) for c in result.cells if c.manual}
+        grades = {(name, grade.name): grade for name in template.notebooks  # one query per notebook, not per cell
+                  for grade in gb.find_submission_notebook(name, task.assignment, task.student).grades}
         for name, grade_id, _ in template.cells:
-            grade = gb.find_grade(grade_id, name, task.assignment, task.student)
+            grade = grades[(name, grade_id)]
             if (name, grade_id) in manual:
                 grade.auto_score, grade.needs_manual_grade = None, grade.manual_score is None
             else:
                 grade.auto_score, grade.needs_manual_grade = scores.get((name, grade_id), 0.0), False
-        gb.db.commit()
+
+    def _ensure_submission(self, assignment: str, student: str) -> None:
+        """The student and their submission of ``assignment``, made as nbgrader makes them where missing (uncommitted)."""
+        from nbgrader.api import Comment, Grade, MissingEntry, Student, SubmittedAssignment, SubmittedNotebook
+
+        gb = self.gradebook
+        try:
+            gb.find_student(student)
+        except MissingEntry:
+            gb.db.add(Student(id=student))
+        try:
+            gb.find_submission(assignment, student)
+        except MissingEntry:
+            submission = SubmittedAssignment(assignment=gb.find_assignment(assignment), student=gb.find_student(student))
+            for notebook in submission.assignment.notebooks:
+                submitted = SubmittedNotebook(notebook=notebook, assignment=submission)
+                for cell in notebook.grade_cells:
+                    Grade(cell_id=cell.id, notebook=submitted)
+                for cell in notebook.solution_cells:
+                    Comment(cell_id=cell.id, notebook=submitted)
+                for cell in notebook.task_cells:
+                    Comment(cell_id=cell.id, notebook=submitted)
+                    Grade(cell_id=cell.id, notebook=submitted)
+            gb.db.add(submission)
 
     def _has_submission(self, task: Task) -> bool:
         from nbgrader.api import MissingEntry
@@ -109,4 +161,8 @@ class ClassGradebook:
         return given
 
     def close(self) -> None:
-        self.gradebook.close()
+        """Commit what is recorded, and close the gradebook."""
+        try:
+            self.commit()
+        finally:
+            self.gradebook.close()

@@ -1,0 +1,207 @@
+"""nbgrader's Autograde of one submission, in memory, from what the worker keeps of its assignment.
+
+nbgrader's Autograde converter builds a course per run: the released files copied as the source, the
+submission written as files, each notebook read, sanitised, written, read again, executed and written, the
+gradebook opened a dozen times. Here the worker keeps, per assignment template (`Assignments`, keyed by the
+template's folder and key):
+
+- the assignment's test plans (`autograder.harness.execute.Plan`, read once from the template's gradebook);
+- nbgrader's preprocessors, configured once (none of them keeps a job's state between calls): Autograde's
+  ``sanitize_preprocessors`` (ClearOutput, DeduplicateIds, OverwriteKernelspec, OverwriteCells,
+  CheckCellMetadata) and its ``autograde_preprocessors`` after Execute (IgnorePattern, ClearMetadata,
+  LimitOutput, SaveAutoGrades, AssignLatePenalties, CheckCellMetadata); each job brings its own Execute
+  (`autograder.harness.execute.TrustedExecute`, which keeps the job's `Spent`);
+- a snapshot of the template's gradebook with the submission's rows already made, as Autograde's
+  ``init_assignment`` makes them (student ``student``, no timestamp: never late). Each job starts by writing it
+  over the worker's own gradebook file, so no job's rows reach the next: writing 0.2 MB costs well under a
+  millisecond, where deleting a submission's rows costs about 12 ms and making them about 28 ms.
+
+`autograde` then does what Autograde does for one student, on the notebooks in memory: a notebook the
+gradebook does not know is skipped, one not handed in scores 0 on every cell, and each notebook goes through
+the sanitising preprocessors, then (with ``NBGRADER_EXECUTION=autograde``) the grading ones, each stage
+normalised and validated as nbconvert's exporter does. `read_scores` reads the cells' results back.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import sqlite3
+import tempfile
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import nbformat
+from nbconvert.exporters.exporter import ResourcesDict
+from nbconvert.preprocessors import Preprocessor
+from nbformat import validator
+from sqlalchemy import event
+from sqlalchemy.engine import Engine
+
+from autograder.harness.execute import Plan, TrustedExecute, read_plan
+from autograder.harness.feedback import cell_message
+from autograder.harness.nbgrader_course import course_id, load_config
+from autograder.records import CellResult, Template
+
+STUDENT = "student"
+MANUAL_PENDING = "Pending: this answer is graded by hand. Its score is not given yet (the 0 shown is not final)."
+MAX_LINES = 200  # nbgrader's LimitOutput keeps this many lines of each output in the autograded notebook
+MAX_TRACEBACK = 60
+
+
+def preprocessor_config(db_url: str):
+    """The course's nbgrader config for the preprocessors, pointed at the gradebook ``db_url``. LimitOutput keeps at
+    most `MAX_LINES` lines of each output in the autograded notebook (what this worker holds and the messages are
+    read from); `autograder.harness.feedback.sanitize_for_feedback` then cuts each remaining output to characters
+    for the student's page (a line can be as long as a whole flood)."""
+    config = load_config()
+    config.CourseDirectory.db_url = db_url
+    config.LimitOutput.max_lines = MAX_LINES
+    config.LimitOutput.max_traceback = MAX_TRACEBACK
+    return config
+
+
+@dataclass
+class Assignment:
+    """What a worker keeps of one assignment's template (module docstring)."""
+
+    name: str
+    gradebook: Path  # the worker's own gradebook of this assignment, rewritten from ``snapshot`` by each job
+    snapshot: bytes  # the template's gradebook with the submission's rows made
+    notebooks: frozenset[str]  # the notebooks the gradebook knows
+    plans: dict[str, Plan]
+    sanitize: tuple[Preprocessor, ...]
+    grading: tuple[Preprocessor, ...]  # after Execute
+
+    @property
+    def db_url(self) -> str:
+        return f"sqlite:///{self.gradebook}"
+
+
+def _load(template: Template, folder: Path) -> Assignment:
+    from nbgrader.api import Gradebook
+    from nbgrader.converters import Autograde
+    from nbgrader.preprocessors import Execute
+
+    gradebook = folder / f"{template.assignment}.db"
+    shutil.copyfile(template.gradebook, gradebook)
+    db_url = f"sqlite:///{gradebook}"
+    with warnings.catch_warnings(), Gradebook(db_url, course_id()) as gb:
+        warnings.simplefilter("ignore")  # nbgrader's update_or_create_submission trips SQLAlchemy's autoflush warnings
+        gb.update_or_create_student(STUDENT)
+        gb.update_or_create_submission(template.assignment, STUDENT)
+        notebooks = frozenset(notebook.name for notebook in gb.find_assignment(template.assignment).notebooks)
+    config = preprocessor_config(db_url)
+    traits = Autograde.class_traits()
+    sanitize = tuple(step(config=config) for step in traits["sanitize_preprocessors"].default())
+    grading = tuple(step(config=config) for step in traits["autograde_preprocessors"].default() if step is not Execute)
+    return Assignment(template.assignment, gradebook, gradebook.read_bytes(), notebooks,
+                      {name: read_plan(db_url, name, template.assignment) for name in notebooks}, sanitize, grading)
+
+
+@dataclass
+class Assignments:
+    """A worker's `Assignment`s, made on first use, in a folder of its own in the job's scratch folder (removed
+    when the worker ends, else with the scratch folder)."""
+
+    kept: dict[tuple[str, str], Assignment] = field(default_factory=dict)
+    folder: tempfile.TemporaryDirectory | None = None
+
+    def get(self, template: Template, scratch: str = "") -> Assignment:
+        key = (str(template.folder), template.key)
+        if key not in self.kept:
+            if self.folder is None:
+                self.folder = tempfile.TemporaryDirectory(prefix="gradebooks-", dir=scratch or None)
+                event.listen(Engine, "connect", self._unsynced)
+            self.kept[key] = _load(template, Path(self.folder.name))
+        return self.kept[key]
+
+    def _unsynced(self, connection: Any, _: Any) -> None:
+        """SQLAlchemy's ``connect`` event: a connection to one of these gradebooks (copies, rewritten by each job) does
+        not wait for the disk on each commit (nbgrader's SaveAutoGrades commits once per graded cell: about 6 ms
+        each on a busy disk)."""
+        if self.folder is None or not isinstance(connection, sqlite3.Connection):
+            return
+        files = [row[2] for row in connection.execute("PRAGMA database_list")]
+        if any(path and Path(path).parent == Path(self.folder.name) for path in files):
+            connection.execute("PRAGMA synchronous = OFF")
+
+
+def _stage(nb: nbformat.NotebookNode, resources: ResourcesDict, steps: tuple[Preprocessor, ...]):
+    """One converter pass of nbgrader: the notebook normalised, each step applied, the result validated (nbconvert's
+    exporter with ``optimistic_validation``)."""
+    _, nb = validator.normalize(nb)
+    for step in steps:
+        nb, resources = step(nb, resources)
+    nbformat.validate(nb, relax_add_props=True)
+    return nb
+
+
+def _resources(assignment: Assignment, name: str, cwd: Path) -> ResourcesDict:
+    """What nbgrader's converter gives each preprocessor of notebook ``name`` (``cwd``: where nbclient starts the
+    kernel manager)."""
+    return ResourcesDict(unique_key=name, output_files_dir=f"{name}_files", output_extension=".ipynb",
+                         metadata=ResourcesDict(name=name, path=str(cwd)),
+                         nbgrader={"student": STUDENT, "assignment": assignment.name, "notebook": name,
+                                   "db_url": assignment.db_url})
+
+
+def autograde(assignment: Assignment, submitted: dict[str, nbformat.NotebookNode | None], executor: TrustedExecute,
+              log: logging.Logger, cwd: Path) -> dict[str, nbformat.NotebookNode]:
+    """The autograded notebooks of one submission (``submitted``: notebook name -> the notebook, None when not handed
+    in), their scores in ``assignment``'s gradebook until the next job. Raises what nbgrader's converter would fail
+    on (`autograder.harness.notebook` turns it into the reason); ``log`` gets the preprocessors' log."""
+    from nbgrader import utils
+    from nbgrader.api import Gradebook
+
+    assignment.gradebook.write_bytes(assignment.snapshot)
+    known = {name: nb for name, nb in submitted.items() if nb is not None and name in assignment.notebooks}
+    if not known:
+        raise RuntimeError("No notebooks found, did you forget to run 'nbgrader generate_assignment'?")
+    missing = sorted(assignment.notebooks - set(known))
+    if missing:
+        with Gradebook(assignment.db_url, course_id()) as gb:
+            for name in missing:
+                for grade in gb.find_submission_notebook(name, assignment.name, STUDENT).grades:
+                    grade.auto_score, grade.needs_manual_grade = 0, False
+            gb.db.commit()
+    executor.plans = assignment.plans
+    for step in (*assignment.sanitize, executor, *assignment.grading):
+        step.log = log
+    graded = {}
+    for name in sorted(known):
+        sanitised = _stage(known[name], _resources(assignment, name, cwd), assignment.sanitize)
+        with utils.setenv(NBGRADER_EXECUTION="autograde"):
+            graded[name] = _stage(sanitised, _resources(assignment, name, cwd), (executor, *assignment.grading))
+    return graded
+
+
+def read_scores(assignment: Assignment, names: list[str],
+                autograded: dict[str, nbformat.NotebookNode]) -> tuple[CellResult, ...]:
+    """Each graded cell's result, in notebook order. A manually graded answer or task (no auto score) is left
+    for manual grading: flagged, its points 0 until given by hand, and its feedback says so (`MANUAL_PENDING`,
+    as the cell's comment). A graded cell missing from the autograded notebook scores 0."""
+    from nbgrader.api import Gradebook
+
+    cells = []
+    with Gradebook(assignment.db_url) as gradebook:
+        for name in names:
+            notebook: Any = autograded.get(name)
+            by_id = {c.metadata.get("nbgrader", {}).get("grade_id"): c for c in notebook.cells} if notebook else {}
+            order = {grade_id: i for i, grade_id in enumerate(by_id)}
+            grades = gradebook.find_submission_notebook(name, assignment.name, STUDENT).grades
+            for grade in sorted(grades, key=lambda g: (order.get(g.name, len(order)), g.name)):
+                points = float(grade.score or 0.0)
+                cell = by_id.get(grade.name)
+                if grade.auto_score is None and cell is not None:
+                    gradebook.find_comment(grade.name, name, assignment.name, STUDENT).auto_comment = MANUAL_PENDING
+                    cells.append(CellResult(name, grade.name, 0.0, float(grade.max_score), False, MANUAL_PENDING,
+                                            manual=True))
+                    continue
+                message = "this test cell is missing from the submitted notebook" if cell is None else cell_message(cell)
+                cells.append(CellResult(name, grade.name, points, float(grade.max_score),
+                                        points >= float(grade.max_score), message))
+        gradebook.db.commit()
+    return tuple(cells)
