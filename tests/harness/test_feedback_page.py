@@ -22,7 +22,7 @@ from autograder.harness.feedback import HIDDEN_OUTPUT, sanitize_for_feedback, wr
 from autograder.harness.feedback_page import (NO_ALT, NO_RESPONSE, CellScores, CompiledTemplates, feedback_pages,
                                               render_feedback)
 from autograder.harness.nbgrader_course import course_config, course_id, generate_assignment, run_converter
-from autograder.harness.notebook import MANUAL_PENDING
+from autograder.harness.autograde import MANUAL_PENDING
 from autograder.harness.safe_html import CSP_META, with_csp
 from autograder.records import CellResult
 from tests.grading_helpers import FIXTURE_SOURCE, solution_sources, student_notebook
