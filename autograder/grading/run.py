@@ -28,6 +28,7 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 import shutil
 import signal
@@ -48,6 +49,7 @@ from autograder.reports.class_record import (changes, class_rows, keep_submitted
                                              write_nbgrader_config)
 from autograder.reports.grades_csv import write_grades
 from autograder.reports.output_folder import OutputFolder
+from autograder.reports.recorded import recorded_submissions
 from autograder.reports.similarity import class_similarity, write_similarity
 from autograder.reports.state import Stored, load_state, save_state, stored_rows
 from autograder.sandbox.bwrap import remove_scratch
@@ -126,9 +128,25 @@ def _grade_tasks(plan: RunPlan, dispatcher: Dispatcher, scratch: Path) -> int:
     from autograder.reports.report import write_report
 
     out, tasks, templates, earlier = plan.out, plan.tasks, plan.templates, plan.stored
-    gradebook = ClassGradebook(plan.db_url, templates)
     progress = Progress(tasks, plan.progress)
     now: dict[tuple[str, str], Stored] = {}  # this run's rows (those that replace a stored one)
+    opened: ClassGradebook | None = None  # the class gradebook, opened (nbgrader imported) when first used
+    held: set[tuple[str, str]] | None = None  # the submissions it held, read (without nbgrader) when first asked
+
+    def gradebook() -> ClassGradebook:
+        nonlocal opened
+        if opened is None:
+            opened = ClassGradebook(plan.db_url, templates)
+        return opened
+
+    def recorded(where: tuple[str, str], this: Stored) -> bool:
+        """Whether the gradebook holds ``this``, a row an earlier run stored and recorded, already."""
+        nonlocal held
+        if earlier.get(where) != this:
+            return False
+        if held is None:
+            held = recorded_submissions(plan.db_url)
+        return where in held
 
     def finish(task: Task, result: Result, fresh: bool) -> None:
         progress.update(task, result.graded)
@@ -149,7 +167,8 @@ def _grade_tasks(plan: RunPlan, dispatcher: Dispatcher, scratch: Path) -> int:
         if not result.graded:
             shutil.rmtree(out.feedback(*where), ignore_errors=True)
             shutil.rmtree(out.autograded(*where), ignore_errors=True)
-        gradebook.record(task, result)
+        if task.assignment in templates and (fresh or not recorded(where, this)):
+            gradebook().record(task, result)
         now[where] = this
 
     to_grade, reused = [], 0
@@ -164,14 +183,19 @@ def _grade_tasks(plan: RunPlan, dispatcher: Dispatcher, scratch: Path) -> int:
     jobs = [plan.job(t, scratch) for t in to_grade]
     compared = submitted_tasks(out, earlier, tasks)
     # The similarity of the class's code needs only the submitted files: it is computed while they are graded.
-    with ThreadPoolExecutor(1) as background:
+    with ThreadPoolExecutor(2) as background:
+        if jobs:  # nbgrader's API (a second or two of imports), which the first verdict needs, while it is graded
+            background.submit(importlib.import_module, "nbgrader.api")
         similar = background.submit(class_similarity, compared, templates, plan.similarity_threshold,
                                     plan.course.source)
         try:
             dispatcher.run(jobs, plan.limits.wall_seconds, lambda index, result: finish(to_grade[index], result, True))
-            given = gradebook.manual_scores({**earlier, **now})
+            every = {**earlier, **now}
+            manual = any(cell.manual for entry in every.values() for cell in entry.result.cells)
+            given = gradebook().manual_scores(every) if manual else {}
         finally:
-            gradebook.close()
+            if opened is not None:
+                opened.close()
         similarity = similar.result()
     rows = class_rows({**earlier, **now}, templates, given)
     write_grades(out.grades, rows)
