@@ -9,6 +9,7 @@ Runs in the grader.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -17,6 +18,7 @@ from pathlib import Path
 from autograder.grading.options import Options
 from autograder.grading.secret import hand_in_key, load_secret
 from autograder.grading.tasks import make_tasks
+from autograder.grading.timeline import Timeline
 from autograder.grading.templates import (Course, generate_templates, generated, keyed_templates, read_template,
                                           test_imports)
 from autograder.records import Job, Task, Template
@@ -74,13 +76,14 @@ def handed_in(found: Mapping[str, Found], course: Course, asked: tuple[str, ...]
 
 
 def make_plan(options: Options, out: OutputFolder, course: Course, found: Mapping[str, Found],
-              stored: Mapping[tuple[str, str], Stored], pool: Pool, dispatcher: Dispatcher, scratch: Path) -> RunPlan:
+              stored: Mapping[tuple[str, str], Stored], pool: Pool, dispatcher: Dispatcher, scratch: Path,
+              timeline: Timeline) -> RunPlan:
     """Plan the run: the secret made or refused first (`autograder.grading.secret.SecretUnusable`), then the
     templates keyed. When ``out`` caches every one, the tasks are made at once, and only the assignments with a
     task to grade get workers and warm processes (none when every result is stored: nothing is started, nothing
     heavy imported). Else those of every assignment handed in are started first (`Dispatcher.prepare`), and
     import while ``pool`` makes the missing templates and the sandbox is checked (`Dispatcher.isolation`:
-    `autograder.sandbox.probe.SandboxUnavailable`); then the tasks."""
+    `autograder.sandbox.probe.SandboxUnavailable`); then the tasks. Each step is marked on ``timeline``."""
     given = handed_in(found, course, options.assignments)
     needed = None if given is None else given | ({a for _, a in stored} & course.assignments)
     secret = load_secret(options.secret_file or out.secret)
@@ -89,18 +92,27 @@ def make_plan(options: Options, out: OutputFolder, course: Course, found: Mappin
         templates = {a: read_template(template) for a, template in templates.items()}
         tasks = make_tasks(found, templates, options.grading_key, scratch / "restored")
         graded = {t.assignment for t in tasks if not t.problem and (options.force or load_state(out, t) is None)}
+        timeline.mark(f"templates cached, {len(tasks)} tasks keyed: {', '.join(sorted(graded)) or 'none'} to grade")
         if not graded:
             return RunPlan.of(options, out, course, stored, templates, tasks, Isolation(NOTHING_TO_GRADE, False), {},
                               secret)
         zygotes = _start(options, course, graded, dispatcher, scratch)
+        timeline.mark("workers and warm processes started")
         isolation = dispatcher.isolation(options.isolate, options.warm)
+        timeline.mark("sandbox checked")
         return RunPlan.of(options, out, course, stored, templates, tasks, isolation, zygotes, secret)
     zygotes = _start(options, course, given or set(course.registered), dispatcher, scratch)
-    with ThreadPoolExecutor(1) as background:
+    timeline.mark("workers and warm processes started")
+    with ThreadPoolExecutor(2) as background:
         checked = background.submit(dispatcher.isolation, options.isolate, options.warm)
+        # nbgrader's API (a second or two of imports), which recording the templates' cells needs, while they are made.
+        background.submit(importlib.import_module, "nbgrader.api")
         templates = generate_templates(course.source, templates, pool)
+        timeline.mark(f"templates made: {', '.join(sorted(templates))}")
         isolation = checked.result()
+        timeline.mark("sandbox checked")
     tasks = make_tasks(found, templates, options.grading_key, scratch / "restored")
+    timeline.mark(f"{len(tasks)} tasks keyed")
     return RunPlan.of(options, out, course, stored, templates, tasks, isolation, zygotes, secret)
 
 

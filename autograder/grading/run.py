@@ -43,6 +43,7 @@ from autograder.grading.plan import RunPlan, make_plan
 from autograder.grading.templates import read_course
 from autograder.grading.progress import Progress
 from autograder.grading.secret import SecretUnusable
+from autograder.grading.timeline import Timeline
 from autograder.harness.nbgrader_course import nbgrader_environment
 from autograder.records import Result, Task
 from autograder.reports.class_record import (changes, class_rows, keep_submitted, kept_instead, row, submitted_tasks,
@@ -74,6 +75,7 @@ def _grade(options: Options, out: OutputFolder) -> int:
     scratch = Path(tempfile.mkdtemp(prefix="autograder-"))
     pool = Pool(options.jobs, out.logs)
     dispatcher: Dispatcher = pool
+    timeline = Timeline(out.logs / "run.log")
     try:
         earlier = stored_rows(out)
         known = {e.lms_user_id: s for (s, _), e in sorted(earlier.items()) if e.lms_user_id}
@@ -88,14 +90,15 @@ def _grade(options: Options, out: OutputFolder) -> int:
         if not found:
             print(f"error: no submissions found in {options.submissions}", file=sys.stderr)
             return 2
+        timeline.mark(f"submissions of {len(found)} students found")
         if options.scheduler:  # first: an unreachable or unfit cluster stops the run within seconds
             from autograder.workers.dask_pool import ClusterPool
 
             dispatcher = ClusterPool(options.scheduler, options.isolate)
-        plan = make_plan(options, out, course, found, earlier, pool, dispatcher, scratch)
+        plan = make_plan(options, out, course, found, earlier, pool, dispatcher, scratch, timeline)
         print(f"grading {len(plan.tasks)} submissions of {len(found)} students {dispatcher.describe()}\n"
               f"{plan.isolation.described}", file=sys.stderr)
-        return _grade_tasks(plan, dispatcher, scratch)
+        return _grade_tasks(plan, dispatcher, scratch, timeline)
     except SubmissionsUnreadable as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
@@ -111,6 +114,8 @@ def _grade(options: Options, out: OutputFolder) -> int:
         if dispatcher is not pool:
             dispatcher.close()
         remove_scratch(scratch)
+        timeline.mark("done")
+        timeline.close()
 
 
 def _replace_folder(folder: Path, files: dict[str, str]) -> None:
@@ -122,8 +127,9 @@ def _replace_folder(folder: Path, files: dict[str, str]) -> None:
         (folder / Path(name).name).write_text(text)
 
 
-def _grade_tasks(plan: RunPlan, dispatcher: Dispatcher, scratch: Path) -> int:
-    """Grade what ``plan``'s tasks need graded on ``dispatcher``, keep the rest, and write the class files."""
+def _grade_tasks(plan: RunPlan, dispatcher: Dispatcher, scratch: Path, timeline: Timeline | None = None) -> int:
+    """Grade what ``plan``'s tasks need graded on ``dispatcher``, keep the rest, and write the class files (each
+    step marked on ``timeline``, where given)."""
     from autograder.reports.gradebook import ClassGradebook
     from autograder.reports.report import write_report
 
@@ -189,7 +195,12 @@ def _grade_tasks(plan: RunPlan, dispatcher: Dispatcher, scratch: Path) -> int:
         similar = background.submit(class_similarity, compared, templates, plan.similarity_threshold,
                                     plan.course.source)
         try:
-            dispatcher.run(jobs, plan.limits.wall_seconds, lambda index, result: finish(to_grade[index], result, True))
+            def graded(index: int, result: Result) -> None:
+                finish(to_grade[index], result, True)
+                if timeline is not None:
+                    timeline.verdict(len(jobs))
+
+            dispatcher.run(jobs, plan.limits.wall_seconds, graded)
             every = {**earlier, **now}
             manual = any(cell.manual for entry in every.values() for cell in entry.result.cells)
             given = gradebook().manual_scores(every) if manual else {}
@@ -202,6 +213,8 @@ def _grade_tasks(plan: RunPlan, dispatcher: Dispatcher, scratch: Path) -> int:
     write_similarity(out.similarity, similarity)
     write_report(out.report, rows, templates, similarity)
     write_nbgrader_config(out, plan.course.source, plan.db_url)
+    if timeline is not None:
+        timeline.mark("class files written")
     mine = [now[w] for w in ((t.student, t.assignment) for t in tasks) if w in now]
     graded = sum(entry.result.graded for entry in mine)
     failed = sum(not entry.result.graded and not entry.missing for entry in mine)

@@ -204,11 +204,12 @@ class Pool:
         ``kernels``. Each starts now, and imports while the grader makes the templates and checks the sandbox (the
         only worker of one ``--jobs`` too). Call it before the first `run`; returns the zygotes' addresses."""
         self.modules = imports
-        zygotes = {k: self.start_zygote(k, scratch).address for k in sorted(kernels, key=repr)} if warm else {}
-        self._start_forks()
+        self._start_forks()  # first: a zygote's command takes a while to make (`autograder.sandbox.site_view`)
         if self.forks is None:
             self.workers[0].spawn()  # not waited for: it imports while the templates are made and the sandbox checked
-        return zygotes
+        # The zygotes that import the most start first: those of kernels that see every package, then by preloads.
+        order = sorted(kernels, key=lambda k: (k.packages is not None, -len(k.preload), repr(k)))
+        return {k: self.start_zygote(k, scratch).address for k in order} if warm else {}
 
     def _start_forks(self) -> None:
         """With two workers or more, start the process they are forked from (`autograder.workers.forks`), unless it
