@@ -117,10 +117,13 @@ def test_a_rerun_with_every_result_stored_starts_nothing_and_imports_nothing_hea
                           cwd=ROOT, capture_output=True, text=True, timeout=120)
     said = json.loads(done.stdout.splitlines()[-1])
     assert said["status"] == 0, done.stderr
-    assert "(0 run now, 3 kept from an earlier run)" in done.stderr and "no kernel is started" in done.stderr
     assert said["started"] == [], "no worker, zygote or sandbox probe is started when nothing is graded"
     assert said["imported"] == [], "the grader imports no torch and no nbgrader when nothing is graded"
+    assert "(0 run now, 3 kept from an earlier run)" in done.stderr and "no kernel is started" in done.stderr
     assert OutputFolder(out).grades.read_text() == before
+    log = (OutputFolder(out).logs / "run.log").read_text()  # the run's own log of where its time goes
+    assert "first verdict" in log, "an earlier run graded: its log marks the first verdict"
+    assert "templates cached, 3 tasks keyed: none to grade" in log.rsplit("--- grade", 1)[1]
     # Another gradebook (--db) gets every stored result: the gradebook is skipped only where it holds them.
     other = first_run["root"] / "other-gradebook.db"
     again = grade_cli(submissions, "--out", out, *OPTIONS, "--db", f"sqlite:///{other}")
