@@ -196,9 +196,9 @@ def _grade_tasks(plan: RunPlan, dispatcher: Dispatcher, scratch: Path, timeline:
                                     plan.course.source)
         try:
             def graded(index: int, result: Result) -> None:
-                finish(to_grade[index], result, True)
                 if timeline is not None:
                     timeline.verdict(len(jobs))
+                finish(to_grade[index], result, True)
 
             dispatcher.run(jobs, plan.limits.wall_seconds, graded)
             every = {**earlier, **now}
