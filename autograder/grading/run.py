@@ -146,9 +146,10 @@ def _grade_tasks(plan: RunPlan, dispatcher: Dispatcher, scratch: Path, timeline:
         return opened
 
     def recorded(where: tuple[str, str], this: Stored) -> bool:
-        """Whether the gradebook holds ``this``, a row an earlier run stored and recorded, already."""
+        """Whether the gradebook holds ``this``, a row an earlier run stored and recorded, already (never one with
+        a cell graded by hand: recording it again says whether it still needs its points)."""
         nonlocal held
-        if earlier.get(where) != this:
+        if earlier.get(where) != this or any(cell.manual for cell in this.result.cells):
             return False
         if held is None:
             held = recorded_submissions(plan.db_url)
