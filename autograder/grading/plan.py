@@ -18,14 +18,18 @@ from pathlib import Path
 from autograder.grading.options import Options
 from autograder.grading.secret import hand_in_key, load_secret
 from autograder.grading.tasks import make_tasks
-from autograder.grading.templates import Course, prepare_templates, test_imports
+from autograder.grading.timeline import Timeline
+from autograder.grading.templates import (Course, generate_templates, generated, keyed_templates, read_template,
+                                          test_imports)
 from autograder.records import Job, Task, Template
 from autograder.reports.output_folder import OutputFolder
-from autograder.reports.state import Stored
+from autograder.reports.state import Stored, load_state
 from autograder.sandbox.limits import Limits
 from autograder.submissions.find import Found
 from autograder.workers.dispatch import Dispatcher, Isolation, KernelSet
 from autograder.workers.pool import Pool
+
+NOTHING_TO_GRADE = "every result is stored: no kernel is started"
 
 
 @dataclass(frozen=True)
@@ -72,24 +76,51 @@ def handed_in(found: Mapping[str, Found], course: Course, asked: tuple[str, ...]
 
 
 def make_plan(options: Options, out: OutputFolder, course: Course, found: Mapping[str, Found],
-              stored: Mapping[tuple[str, str], Stored], pool: Pool, dispatcher: Dispatcher, scratch: Path) -> RunPlan:
-    """Plan the run: the secret made or refused first (`autograder.grading.secret.SecretUnusable`), then what
-    the workers import and the warm processes of the kernels handed in started (`Dispatcher.prepare`), which
-    import while ``pool`` makes the templates of the assignments handed in or ``stored`` in DIR and the sandbox
-    is checked (`Dispatcher.isolation`: `autograder.sandbox.probe.SandboxUnavailable`); then the tasks."""
+              stored: Mapping[tuple[str, str], Stored], pool: Pool, dispatcher: Dispatcher, scratch: Path,
+              timeline: Timeline) -> RunPlan:
+    """Plan the run: the secret made or refused first (`autograder.grading.secret.SecretUnusable`), then the
+    templates keyed. When ``out`` caches every one, the tasks are made at once, and only the assignments with a
+    task to grade get workers and warm processes (none when every result is stored: nothing is started, nothing
+    heavy imported). Else those of every assignment handed in are started first (`Dispatcher.prepare`), and
+    import while ``pool`` makes the missing templates and the sandbox is checked (`Dispatcher.isolation`:
+    `autograder.sandbox.probe.SandboxUnavailable`); then the tasks. Each step is marked on ``timeline``."""
     given = handed_in(found, course, options.assignments)
     needed = None if given is None else given | ({a for _, a in stored} & course.assignments)
     secret = load_secret(options.secret_file or out.secret)
-    prepared = given or set(course.registered)
-    kernels = {course.kernels(a) for a in prepared}
-    imports = set().union(*(k.preload for k in kernels), test_imports(course.source, prepared))
-    zygotes = dispatcher.prepare(tuple(sorted(imports)), kernels, str(scratch), options.warm and options.isolate)
-    with ThreadPoolExecutor(1) as background:
+    templates = keyed_templates(course, out.cache, needed)
+    if all(map(generated, templates.values())):
+        templates = {a: read_template(template) for a, template in templates.items()}
+        tasks = make_tasks(found, templates, options.grading_key, scratch / "restored")
+        graded = {t.assignment for t in tasks if not t.problem and (options.force or load_state(out, t) is None)}
+        timeline.mark(f"templates cached, {len(tasks)} tasks keyed: {', '.join(sorted(graded)) or 'none'} to grade")
+        if not graded:
+            return RunPlan.of(options, out, course, stored, templates, tasks, Isolation(NOTHING_TO_GRADE, False), {},
+                              secret)
+        zygotes = _start(options, course, graded, dispatcher, scratch)
+        timeline.mark("workers and warm processes started")
+        isolation = dispatcher.isolation(options.isolate, options.warm)
+        timeline.mark("sandbox checked")
+        return RunPlan.of(options, out, course, stored, templates, tasks, isolation, zygotes, secret)
+    zygotes = _start(options, course, given or set(course.registered), dispatcher, scratch)
+    timeline.mark("workers and warm processes started")
+    with ThreadPoolExecutor(2) as background:
         checked = background.submit(dispatcher.isolation, options.isolate, options.warm)
-        # nbgrader's API (a second of imports), which reading the templates needs, while the workers make them.
+        # nbgrader's API (a second or two of imports), which recording the templates' cells needs, while they are made.
         background.submit(importlib.import_module, "nbgrader.api")
-        templates = prepare_templates(course, out.cache, pool, needed)
+        templates = generate_templates(course.source, templates, pool)
+        timeline.mark(f"templates made: {', '.join(sorted(templates))}")
         isolation = checked.result()
+        timeline.mark("sandbox checked")
     tasks = make_tasks(found, templates, options.grading_key, scratch / "restored")
+    timeline.mark(f"{len(tasks)} tasks keyed")
     return RunPlan.of(options, out, course, stored, templates, tasks, isolation, zygotes, secret)
 
+
+def _start(options: Options, course: Course, assignments: set[str], dispatcher: Dispatcher,
+           scratch: Path) -> Mapping[KernelSet, str]:
+    """Start what grading ``assignments`` needs and let it import (`Dispatcher.prepare`): the workers, with what
+    their kernels preload and their test cells import, and (warm and isolated) a warm process per set of kernels;
+    their addresses."""
+    kernels = {course.kernels(a) for a in assignments}
+    imports = set().union(*(k.preload for k in kernels), test_imports(course.source, assignments))
+    return dispatcher.prepare(tuple(sorted(imports)), kernels, str(scratch), options.warm and options.isolate)

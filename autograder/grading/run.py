@@ -28,6 +28,7 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 import shutil
 import signal
@@ -42,12 +43,14 @@ from autograder.grading.plan import RunPlan, make_plan
 from autograder.grading.templates import read_course
 from autograder.grading.progress import Progress
 from autograder.grading.secret import SecretUnusable
+from autograder.grading.timeline import Timeline
 from autograder.harness.nbgrader_course import nbgrader_environment
 from autograder.records import Result, Task
 from autograder.reports.class_record import (changes, class_rows, keep_submitted, kept_instead, row, submitted_tasks,
                                              write_nbgrader_config)
 from autograder.reports.grades_csv import write_grades
 from autograder.reports.output_folder import OutputFolder
+from autograder.reports.recorded import recorded_submissions
 from autograder.reports.similarity import class_similarity, write_similarity
 from autograder.reports.state import Stored, load_state, save_state, stored_rows
 from autograder.sandbox.bwrap import remove_scratch
@@ -72,6 +75,7 @@ def _grade(options: Options, out: OutputFolder) -> int:
     scratch = Path(tempfile.mkdtemp(prefix="autograder-"))
     pool = Pool(options.jobs, out.logs)
     dispatcher: Dispatcher = pool
+    timeline = Timeline(out.logs / "run.log")
     try:
         earlier = stored_rows(out)
         known = {e.lms_user_id: s for (s, _), e in sorted(earlier.items()) if e.lms_user_id}
@@ -86,14 +90,15 @@ def _grade(options: Options, out: OutputFolder) -> int:
         if not found:
             print(f"error: no submissions found in {options.submissions}", file=sys.stderr)
             return 2
+        timeline.mark(f"submissions of {len(found)} students found")
         if options.scheduler:  # first: an unreachable or unfit cluster stops the run within seconds
             from autograder.workers.dask_pool import ClusterPool
 
             dispatcher = ClusterPool(options.scheduler, options.isolate)
-        plan = make_plan(options, out, course, found, earlier, pool, dispatcher, scratch)
+        plan = make_plan(options, out, course, found, earlier, pool, dispatcher, scratch, timeline)
         print(f"grading {len(plan.tasks)} submissions of {len(found)} students {dispatcher.describe()}\n"
               f"{plan.isolation.described}", file=sys.stderr)
-        return _grade_tasks(plan, dispatcher, scratch)
+        return _grade_tasks(plan, dispatcher, scratch, timeline)
     except SubmissionsUnreadable as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
@@ -109,6 +114,8 @@ def _grade(options: Options, out: OutputFolder) -> int:
         if dispatcher is not pool:
             dispatcher.close()
         remove_scratch(scratch)
+        timeline.mark("done")
+        timeline.close()
 
 
 def _replace_folder(folder: Path, files: dict[str, str]) -> None:
@@ -120,15 +127,33 @@ def _replace_folder(folder: Path, files: dict[str, str]) -> None:
         (folder / Path(name).name).write_text(text)
 
 
-def _grade_tasks(plan: RunPlan, dispatcher: Dispatcher, scratch: Path) -> int:
-    """Grade what ``plan``'s tasks need graded on ``dispatcher``, keep the rest, and write the class files."""
+def _grade_tasks(plan: RunPlan, dispatcher: Dispatcher, scratch: Path, timeline: Timeline | None = None) -> int:
+    """Grade what ``plan``'s tasks need graded on ``dispatcher``, keep the rest, and write the class files (each
+    step marked on ``timeline``, where given)."""
     from autograder.reports.gradebook import ClassGradebook
     from autograder.reports.report import write_report
 
     out, tasks, templates, earlier = plan.out, plan.tasks, plan.templates, plan.stored
-    gradebook = ClassGradebook(plan.db_url, templates)
     progress = Progress(tasks, plan.progress)
     now: dict[tuple[str, str], Stored] = {}  # this run's rows (those that replace a stored one)
+    opened: ClassGradebook | None = None  # the class gradebook, opened (nbgrader imported) when first used
+    held: set[tuple[str, str]] | None = None  # the submissions it held, read (without nbgrader) when first asked
+
+    def gradebook() -> ClassGradebook:
+        nonlocal opened
+        if opened is None:
+            opened = ClassGradebook(plan.db_url, templates)
+        return opened
+
+    def recorded(where: tuple[str, str], this: Stored) -> bool:
+        """Whether the gradebook holds ``this``, a row an earlier run stored and recorded, already (never one with
+        a cell graded by hand: recording it again says whether it still needs its points)."""
+        nonlocal held
+        if earlier.get(where) != this or any(cell.manual for cell in this.result.cells):
+            return False
+        if held is None:
+            held = recorded_submissions(plan.db_url)
+        return where in held
 
     def finish(task: Task, result: Result, fresh: bool) -> None:
         progress.update(task, result.graded)
@@ -149,7 +174,8 @@ def _grade_tasks(plan: RunPlan, dispatcher: Dispatcher, scratch: Path) -> int:
         if not result.graded:
             shutil.rmtree(out.feedback(*where), ignore_errors=True)
             shutil.rmtree(out.autograded(*where), ignore_errors=True)
-        gradebook.record(task, result)
+        if task.assignment in templates and (fresh or not recorded(where, this)):
+            gradebook().record(task, result)
         now[where] = this
 
     to_grade, reused = [], 0
@@ -164,20 +190,32 @@ def _grade_tasks(plan: RunPlan, dispatcher: Dispatcher, scratch: Path) -> int:
     jobs = [plan.job(t, scratch) for t in to_grade]
     compared = submitted_tasks(out, earlier, tasks)
     # The similarity of the class's code needs only the submitted files: it is computed while they are graded.
-    with ThreadPoolExecutor(1) as background:
+    with ThreadPoolExecutor(2) as background:
+        if jobs:  # nbgrader's API (a second or two of imports), which the first verdict needs, while it is graded
+            background.submit(importlib.import_module, "nbgrader.api")
         similar = background.submit(class_similarity, compared, templates, plan.similarity_threshold,
                                     plan.course.source)
         try:
-            dispatcher.run(jobs, plan.limits.wall_seconds, lambda index, result: finish(to_grade[index], result, True))
-            given = gradebook.manual_scores({**earlier, **now})
+            def graded(index: int, result: Result) -> None:
+                if timeline is not None:
+                    timeline.verdict(len(jobs))
+                finish(to_grade[index], result, True)
+
+            dispatcher.run(jobs, plan.limits.wall_seconds, graded)
+            every = {**earlier, **now}
+            manual = any(cell.manual for entry in every.values() for cell in entry.result.cells)
+            given = gradebook().manual_scores(every) if manual else {}
         finally:
-            gradebook.close()
+            if opened is not None:
+                opened.close()
         similarity = similar.result()
     rows = class_rows({**earlier, **now}, templates, given)
     write_grades(out.grades, rows)
     write_similarity(out.similarity, similarity)
     write_report(out.report, rows, templates, similarity)
     write_nbgrader_config(out, plan.course.source, plan.db_url)
+    if timeline is not None:
+        timeline.mark("class files written")
     mine = [now[w] for w in ((t.student, t.assignment) for t in tasks) if w in now]
     graded = sum(entry.result.graded for entry in mine)
     failed = sum(not entry.result.graded and not entry.missing for entry in mine)

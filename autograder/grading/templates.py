@@ -23,7 +23,7 @@ from course import ROOT
 from course.chapters import REGISTRY, chapters, read_registry
 from course.notebooks import code_cells
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3  # 3: the cells are recorded beside the template (`record_cells`)
 
 
 UNREGISTERED = KernelSet(("torch",), None, ())  # an assignment no registry knows: torch, the safe guess (about 2 s)
@@ -78,13 +78,25 @@ def test_imports(source: Path, assignments: Iterable[str]) -> tuple[str, ...]:
     return tuple(sorted(found))
 
 
+CELLS = "cells.json"  # a template's notebooks and graded cells, read from its gradebook once, when it is made
+
+
 def read_template(template: Template) -> Template:
-    """``template`` with its notebooks and graded cells, read from the folder it was generated into."""
+    """``template`` with its notebooks and graded cells, as `record_cells` wrote them when it was made: reading
+    them needs no nbgrader, so that a run that grades nothing imports none."""
+    recorded = json.loads((template.folder / CELLS).read_text())
+    return replace(template, notebooks=tuple(recorded["notebooks"]),
+                   cells=tuple((notebook, grade_id, float(points)) for notebook, grade_id, points in recorded["cells"]))
+
+
+def record_cells(template: Template) -> None:
+    """Write ``template``'s notebooks and graded cells (nbgrader's gradebook, in notebook order) into its folder,
+    for `read_template`."""
     from nbgrader.api import Gradebook
 
     from autograder.harness.nbgrader_course import course_id
 
-    notebooks = tuple(sorted(p.stem for p in template.released.glob("*.ipynb")))
+    notebooks = sorted(p.stem for p in template.released.glob("*.ipynb"))
     cells = []
     with Gradebook(f"sqlite:///{template.gradebook}", course_id()) as gradebook:
         for name in notebooks:
@@ -94,7 +106,7 @@ def read_template(template: Template) -> Template:
             grade_cells = [*notebook.grade_cells, *notebook.task_cells]  # a task is graded by hand
             for cell in sorted(grade_cells, key=lambda c: order.index(c.name) if c.name in order else len(order)):
                 cells.append((name, cell.name, float(cell.max_score)))
-    return replace(template, notebooks=notebooks, cells=tuple(cells))
+    (template.folder / CELLS).write_text(json.dumps({"notebooks": notebooks, "cells": cells}))
 
 
 def course_notebooks(source: Path) -> dict[str, str]:
@@ -104,19 +116,35 @@ def course_notebooks(source: Path) -> dict[str, str]:
             if folder.is_dir() and not folder.name.startswith((".", "_")) for path in sorted(folder.glob("*.ipynb"))}
 
 
-def prepare_templates(course: Course, cache: Path, pool: Pool, only: set[str] | None = None) -> dict[str, Template]:
-    """Generate (or reuse from ``cache``) the template of every assignment of ``course`` (of those in ``only``,
-    when given)."""
+def keyed_templates(course: Course, cache: Path, only: set[str] | None = None) -> dict[str, Template]:
+    """The template of every assignment of ``course`` (of those in ``only``, when given), keyed and placed in
+    ``cache`` but not read: a hash of its source folder, the nbgrader config, `autograder.checks` and its
+    kernels (no import, no worker). `generated` says whether ``cache`` holds it."""
     source = course.source
-    assignments = sorted(a for a in course.assignments if only is None or a in only)
     shared = hashlib.sha256(NBGRADER_CONFIG.read_bytes() + (ROOT / "autograder" / "checks.py").read_bytes())
     templates = {}
-    for a in assignments:
+    for a in sorted(a for a in course.assignments if only is None or a in only):
         kernels = course.kernels(a)
         key = hashlib.sha256(f"{FORMAT_VERSION}:{a}:{hash_folder(source / a)}:{shared.hexdigest()}:{kernels.preload}"
                              f":{kernels.packages}:{kernels.forbid}".encode()).hexdigest()
-        templates[a] = Template(a, key, cache / f"{a}-{key[:16]}", (), (), *kernels)  # notebooks, cells: read below
-    missing = [a for a in assignments if not templates[a].gradebook.exists()]
+        templates[a] = Template(a, key, cache / f"{a}-{key[:16]}", (), (), *kernels)  # notebooks, cells: read later
+    return templates
+
+
+def generated(template: Template) -> bool:
+    """Whether ``template``'s folder holds it, whole (its cells are written last, before the folder is named)."""
+    return (template.folder / CELLS).exists()
+
+
+def prepare_templates(course: Course, cache: Path, pool: Pool, only: set[str] | None = None) -> dict[str, Template]:
+    """Generate (or reuse from ``cache``) the template of every assignment of ``course`` (of those in ``only``,
+    when given)."""
+    return generate_templates(course.source, keyed_templates(course, cache, only), pool)
+
+
+def generate_templates(source: Path, templates: Mapping[str, Template], pool: Pool) -> dict[str, Template]:
+    """``templates`` (`keyed_templates`) read, each generated first by ``pool``'s workers unless it is cached."""
+    missing = [a for a, template in templates.items() if not generated(template)]
     jobs = []
     for assignment in missing:
         shutil.rmtree(templates[assignment].folder, ignore_errors=True)
@@ -125,14 +153,15 @@ def prepare_templates(course: Course, cache: Path, pool: Pool, only: set[str] | 
     failures = []
 
     def done(index: int, result: Result) -> None:
-        partial = jobs[index].template.folder
+        partial = jobs[index].template
         if result.status is Status.DONE:
-            partial.rename(templates[missing[index]].folder)
+            record_cells(partial)
+            partial.folder.rename(templates[missing[index]].folder)
         else:
-            shutil.rmtree(partial, ignore_errors=True)
+            shutil.rmtree(partial.folder, ignore_errors=True)
             failures.append(result.reason)
 
     pool.run(jobs, 600, done)
     if failures:
         raise RuntimeError("\n".join(failures))
-    return {a: read_template(templates[a]) for a in assignments}
+    return {a: read_template(template) for a, template in templates.items()}

@@ -184,11 +184,7 @@ class Pool:
             except BaseException as error:  # noqa: BLE001 - handed to the main thread, which raises it
                 results.put(error)
 
-        if len(self.workers) > 1 and self.forks is None:  # in this thread, as the workers: it dies with it
-            self.forks = WorkerForks(self.workers[0].env, self.logs / "workers.log", self.modules,
-                                     self.workers[0].python, ROOT)
-            for worker in self.workers:
-                worker.forks = self.forks
+        self._start_forks()
         complete = any(isinstance(job, Job) for job in jobs)
         for worker in self.workers[:len(jobs)]:
             worker.spawn(complete)  # in this thread: a worker dies with the thread that started it
@@ -206,14 +202,29 @@ class Pool:
                 warm: bool) -> dict[KernelSet, str]:
         """What the run's jobs import (torch, transformers' Llama): with two workers or more, each is forked from
         one process that imports these once (`autograder.workers.forks`); and, with ``warm``, the zygote of each of
-        ``kernels``, started now (`start_zygote`). Call it before the first `run`; returns the zygotes' addresses."""
+        ``kernels``. Each starts now, and imports while the grader makes the templates and checks the sandbox (the
+        only worker of one ``--jobs`` too). Call it before the first `run`; returns the zygotes' addresses."""
         self.modules = imports
+        self._start_forks()  # first: a zygote's command takes a while to make (`autograder.sandbox.site_view`)
+        if self.forks is None:
+            self.workers[0].spawn()  # not waited for: it imports while the templates are made and the sandbox checked
         if not warm:
             return {}
-        ordered = sorted(kernels, key=repr)
-        for kernels_set in ordered:  # one sandbox for the sets that see the same packages: they share one torch
-            self.start_zygote(kernels_set, scratch, tuple(k for k in ordered if k.packages == kernels_set.packages))
-        return {k: self.zygotes[k].addresses[PreloadSet(k.preload, k.forbid)] for k in ordered}
+        # The zygotes that import the most start first: those of kernels that see every package, then by preloads;
+        # one sandbox for the sets that see the same packages: they share one torch.
+        order = sorted(kernels, key=lambda k: (k.packages is not None, -len(k.preload), repr(k)))
+        for kernels_set in order:
+            self.start_zygote(kernels_set, scratch, tuple(k for k in order if k.packages == kernels_set.packages))
+        return {k: self.zygotes[k].addresses[PreloadSet(k.preload, k.forbid)] for k in order}
+
+    def _start_forks(self) -> None:
+        """With two workers or more, start the process they are forked from (`autograder.workers.forks`), unless it
+        runs: in the thread that runs the pool, as the workers, since it dies with that thread."""
+        if len(self.workers) > 1 and self.forks is None:
+            self.forks = WorkerForks(self.workers[0].env, self.logs / "workers.log", self.modules,
+                                     self.workers[0].python, ROOT)
+            for worker in self.workers:
+                worker.forks = self.forks
 
     def isolation(self, isolate: bool, warm: bool) -> Isolation:
         """How this machine's kernels run (`isolation_line`)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import signal
 import sqlite3
@@ -95,6 +96,40 @@ def test_rerun_is_idempotent_and_grades_only_what_changed(first_run) -> None:
     with sqlite3.connect(OutputFolder(out).gradebook) as db:
         assert db.execute("select count(*) from submitted_assignment").fetchone() == (3,)
         assert db.execute("select count(*) from grade").fetchone() == (12,)
+
+
+# What a rerun that grades nothing must not import: torch, nbgrader (its package imports its converters), nbconvert.
+HEAVY = ("torch", "nbgrader", "nbgrader.converters", "nbconvert", "nbclient", "jupyter_client")
+RERUN = f"""import json, sys
+started = []
+sys.addaudithook(lambda event, args: started.append(list(map(str, args[1]))) if event == "subprocess.Popen" else None)
+from autograder.__main__ import main
+status = main(sys.argv[1:])
+print(json.dumps({{"status": status, "started": started, "imported": [m for m in {HEAVY!r} if m in sys.modules]}}))
+"""
+
+
+def test_a_rerun_with_every_result_stored_starts_nothing_and_imports_nothing_heavy(first_run) -> None:
+    out, submissions = first_run["out"], first_run["submissions"]
+    assert grade_cli(submissions, "--out", out, *OPTIONS).returncode == 0  # every result stored
+    before = OutputFolder(out).grades.read_text()
+    done = subprocess.run([sys.executable, "-c", RERUN, "grade", submissions, "--out", out, *map(str, OPTIONS)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    said = json.loads(done.stdout.splitlines()[-1])
+    assert said["status"] == 0, done.stderr
+    assert said["started"] == [], "no worker, zygote or sandbox probe is started when nothing is graded"
+    assert said["imported"] == [], "the grader imports no torch and no nbgrader when nothing is graded"
+    assert "(0 run now, 3 kept from an earlier run)" in done.stderr and "no kernel is started" in done.stderr
+    assert OutputFolder(out).grades.read_text() == before
+    log = (OutputFolder(out).logs / "run.log").read_text()  # the run's own log of where its time goes
+    assert "first verdict" in log, "an earlier run graded: its log marks the first verdict"
+    assert "templates cached, 3 tasks keyed: none to grade" in log.rsplit("--- grade", 1)[1]
+    # Another gradebook (--db) gets every stored result: the gradebook is skipped only where it holds them.
+    other = first_run["root"] / "other-gradebook.db"
+    again = grade_cli(submissions, "--out", out, *OPTIONS, "--db", f"sqlite:///{other}")
+    assert again.returncode == 0, again.stderr
+    with sqlite3.connect(other) as db:
+        assert dict(db.execute(SCORES_BY_STUDENT)) == {"ada": 5.0, "b.rown-2": 3.0, "cy": 5.0}
 
 
 def test_interrupted_run_resumes(first_run) -> None:
