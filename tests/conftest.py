@@ -5,17 +5,16 @@ reported at the end of every run."""
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Iterator
 from pathlib import Path
+
+from autograder import skip_unchecked_formats
 
 # Test cells run here and the student's code in another process, each waiting on the other: OpenMP threads
 # that spin while they wait would take the cores from the process that works (as autograder.workers.pool does).
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-# jsonschema (imported by nbformat) compiles ~40 grammars at import when rfc3987_syntax is installed, for a string
-# format ("iri") that no test validates: about 2.6 s of every test process's collection. The grading workers skip
-# it the same way (`autograder.harness.notebook`).
-sys.modules.setdefault("rfc3987_syntax", None)
+# No test validates the string format whose grammars would cost every test process 2.6 s of its collection.
+skip_unchecked_formats()
 
 import pytest  # noqa: E402
 
