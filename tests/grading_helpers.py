@@ -30,6 +30,14 @@ SCORES_BY_STUDENT = ("select student.id, sum(grade.auto_score) from grade "
                      "join submitted_assignment on submitted_notebook.assignment_id = submitted_assignment.id "
                      "join student on submitted_assignment.student_id = student.id group by student.id")
 
+# A manually graded answer (2 points) and a task (1 point) to add to the toy notebook: left for manual grading.
+MANUAL_ANSWER = {"cell_type": "markdown", "metadata": {"nbgrader": {
+    "grade": True, "solution": True, "locked": False, "points": 2, "grade_id": "explain", "schema_version": 3}},
+    "source": "Explain why `add` is commutative.\n\n=== BEGIN MARK SCHEME ===\nAny argument.\n=== END MARK SCHEME ==="}
+MANUAL_TASK = {"cell_type": "markdown", "metadata": {"nbgrader": {
+    "grade": False, "solution": False, "task": True, "locked": True, "points": 1, "grade_id": "plot_task",
+    "schema_version": 3}}, "source": "Plot `add` over a grid (graded by hand)."}
+
 
 def plan_of(options: Options, tasks: list[Task], templates: dict[str, Template]) -> RunPlan:
     """The plan `grade` makes of ``options`` once ``tasks`` of ``templates`` are known (`make_plan`), its output

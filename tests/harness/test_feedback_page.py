@@ -25,17 +25,11 @@ from autograder.harness.nbgrader_course import course_config, course_id, generat
 from autograder.harness.autograde import MANUAL_PENDING
 from autograder.harness.safe_html import CSP_META, with_csp
 from autograder.records import CellResult
-from tests.grading_helpers import FIXTURE_SOURCE, solution_sources, student_notebook
+from tests.grading_helpers import FIXTURE_SOURCE, MANUAL_ANSWER, MANUAL_TASK, solution_sources, student_notebook
 from tests.harness.test_feedback import (HOSTILE, PNG, TABLE, _active, _Elements, _feedback_page, _student_notebook,
                                          _title_in_chromium)
 
 ASSIGNMENT = NAME = "toy"
-ANSWER = {"cell_type": "markdown", "metadata": {"nbgrader": {
-    "grade": True, "solution": True, "locked": False, "points": 2, "grade_id": "explain", "schema_version": 3}},
-    "source": "Explain why `add` is commutative.\n\n=== BEGIN MARK SCHEME ===\nAny argument.\n=== END MARK SCHEME ==="}
-TASK = {"cell_type": "markdown", "metadata": {"nbgrader": {
-    "grade": False, "solution": False, "task": True, "locked": True, "points": 1, "grade_id": "plot_task",
-    "schema_version": 3}}, "source": "Plot `add` over a grid (graded by hand)."}
 RED = "\x1b[31m{}\x1b[0m"
 SECRET = "SECRET-HIDDEN-TEST-MARKER"
 
@@ -75,7 +69,7 @@ def toy(tmp_path_factory) -> Toy:
     shutil.copytree(FIXTURE_SOURCE / ASSIGNMENT, root / "source" / ASSIGNMENT)
     path = root / "source" / ASSIGNMENT / f"{NAME}.ipynb"
     notebook = json.loads(path.read_text())
-    notebook["cells"] += [ANSWER, TASK]
+    notebook["cells"] += [MANUAL_ANSWER, MANUAL_TASK]
     path.write_text(json.dumps(notebook))
     db_url = f"sqlite:///{root / 'gradebook.db'}"
     assert generate_assignment(ASSIGNMENT, root, "source", root / "release", db_url) == ""

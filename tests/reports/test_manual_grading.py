@@ -18,15 +18,9 @@ import pytest
 from autograder.reports.output_folder import OutputFolder
 from autograder.harness.nbgrader_course import course_id
 from course import ROOT
-from tests.grading_helpers import (FIXTURE_SOURCE, grade_cli, read_grades, released_notebooks, require_sandbox,
-                                   solution_sources, student_notebook, write_submission)
-
-ANSWER = {"cell_type": "markdown", "metadata": {"nbgrader": {
-    "grade": True, "solution": True, "locked": False, "points": 2, "grade_id": "explain", "schema_version": 3}},
-    "source": "Explain why `add` is commutative.\n\n=== BEGIN MARK SCHEME ===\nAny argument.\n=== END MARK SCHEME ==="}
-TASK = {"cell_type": "markdown", "metadata": {"nbgrader": {
-    "grade": False, "solution": False, "task": True, "locked": True, "points": 1, "grade_id": "plot_task",
-    "schema_version": 3}}, "source": "Plot `add` over a grid (graded by hand)."}
+from tests.grading_helpers import (FIXTURE_SOURCE, MANUAL_ANSWER, MANUAL_TASK, grade_cli, read_grades,
+                                   released_notebooks, require_sandbox, solution_sources, student_notebook,
+                                   write_submission)
 
 
 def manual_course(folder: Path) -> Path:
@@ -35,7 +29,7 @@ def manual_course(folder: Path) -> Path:
     shutil.copytree(FIXTURE_SOURCE, source)
     path = source / "toy" / "toy.ipynb"
     notebook = json.loads(path.read_text())
-    notebook["cells"] += [ANSWER, TASK]
+    notebook["cells"] += [MANUAL_ANSWER, MANUAL_TASK]
     path.write_text(json.dumps(notebook))
     return source
 
