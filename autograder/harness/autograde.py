@@ -10,8 +10,9 @@ template's folder and key):
   ``sanitize_preprocessors`` (ClearOutput, DeduplicateIds, OverwriteKernelspec, OverwriteCells,
   CheckCellMetadata) and its ``autograde_preprocessors`` after Execute (IgnorePattern, ClearMetadata,
   LimitOutput, SaveAutoGrades, AssignLatePenalties, CheckCellMetadata), those that use the gradebook as their
-  ``autograder.harness.kept_gradebook`` subclasses; each job brings its own Execute
-  (`autograder.harness.execute.TrustedExecute`, which keeps the job's `Spent`);
+  `autograder.harness.kept_gradebook` subclasses, CheckCellMetadata as
+  `autograder.harness.cell_metadata.CompiledCheckCellMetadata` (its schema compiled once); each job brings its own
+  Execute (`autograder.harness.execute.TrustedExecute`, which keeps the job's `Spent`);
 - one open gradebook (`autograder.harness.kept_gradebook.KeptGradebook`): a copy of the template's with the
   submission's rows already made, as Autograde's ``init_assignment`` makes them (student ``student``, no
   timestamp: never late). Each job runs in one transaction of it (`KeptGradebook.job`), rolled back when the
@@ -39,6 +40,7 @@ from nbconvert.preprocessors import Preprocessor
 from nbformat import validator
 
 from autograder.harness.execute import Plan, TrustedExecute, read_plan
+from autograder.harness.cell_metadata import COMPILED_STEPS
 from autograder.harness.feedback import cell_message
 from autograder.harness.kept_gradebook import KEPT_STEPS, KeptGradebook
 from autograder.harness.nbgrader_course import course_id, load_config
@@ -93,8 +95,8 @@ def _load(template: Template, folder: Path) -> Assignment:
     traits = Autograde.class_traits()
 
     def made(steps: list[type]) -> tuple[Preprocessor, ...]:
-        return tuple(KEPT_STEPS[step](config=config, kept=kept) if step in KEPT_STEPS else step(config=config)
-                     for step in steps if step is not Execute)
+        return tuple(KEPT_STEPS[step](config=config, kept=kept) if step in KEPT_STEPS
+                     else COMPILED_STEPS.get(step, step)(config=config) for step in steps if step is not Execute)
 
     return Assignment(template.assignment, kept, notebooks,
                       {name: read_plan(db_url, name, template.assignment) for name in notebooks},
