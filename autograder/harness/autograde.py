@@ -100,8 +100,8 @@ def _load(template: Template, folder: Path) -> Assignment:
 
     return Assignment(template.assignment, kept, notebooks,
                       {name: read_plan(db_url, name, template.assignment) for name in notebooks},
-                      made(traits["sanitize_preprocessors"].default()), made(traits["autograde_preprocessors"].default()),
-                      db_url)
+                      made(traits["sanitize_preprocessors"].default()),
+                      made(traits["autograde_preprocessors"].default()), db_url)
 
 
 @dataclass
@@ -143,8 +143,9 @@ def _resources(assignment: Assignment, name: str, cwd: Path) -> ResourcesDict:
 def autograde(assignment: Assignment, submitted: dict[str, nbformat.NotebookNode | None], executor: TrustedExecute,
               log: logging.Logger, cwd: Path) -> dict[str, nbformat.NotebookNode]:
     """The autograded notebooks of one submission (``submitted``: notebook name -> the notebook, None when not handed
-    in), their scores in ``assignment``'s gradebook until the job's transaction ends (`KeptGradebook.job`). Raises what nbgrader's converter would fail
-    on (`autograder.harness.notebook` turns it into the reason); ``log`` gets the preprocessors' log."""
+    in), their scores in ``assignment``'s gradebook until the job's transaction ends (`KeptGradebook.job`). Raises
+    what nbgrader's converter would fail on (`autograder.harness.notebook` turns it into the reason); ``log`` gets
+    the preprocessors' log."""
     from nbgrader import utils
 
     known = {name: nb for name, nb in submitted.items() if nb is not None and name in assignment.notebooks}
