@@ -9,12 +9,14 @@ template's folder and key):
 - nbgrader's preprocessors, configured once (none of them keeps a job's state between calls): Autograde's
   ``sanitize_preprocessors`` (ClearOutput, DeduplicateIds, OverwriteKernelspec, OverwriteCells,
   CheckCellMetadata) and its ``autograde_preprocessors`` after Execute (IgnorePattern, ClearMetadata,
-  LimitOutput, SaveAutoGrades, AssignLatePenalties, CheckCellMetadata); each job brings its own Execute
-  (`autograder.harness.execute.TrustedExecute`, which keeps the job's `Spent`);
-- a snapshot of the template's gradebook with the submission's rows already made, as Autograde's
-  ``init_assignment`` makes them (student ``student``, no timestamp: never late). Each job starts by writing it
-  over the worker's own gradebook file, so no job's rows reach the next: writing 0.2 MB costs well under a
-  millisecond, where deleting a submission's rows costs about 12 ms and making them about 28 ms.
+  LimitOutput, SaveAutoGrades, AssignLatePenalties, CheckCellMetadata), those that use the gradebook as their
+  `autograder.harness.kept_gradebook` subclasses, CheckCellMetadata as
+  `autograder.harness.cell_metadata.CompiledCheckCellMetadata` (its schema compiled once); each job brings its own
+  Execute (`autograder.harness.execute.TrustedExecute`, which keeps the job's `Spent`);
+- one open gradebook (`autograder.harness.kept_gradebook.KeptGradebook`): a copy of the template's with the
+  submission's rows already made, as Autograde's ``init_assignment`` makes them (student ``student``, no
+  timestamp: never late). Each job runs in one transaction of it (`KeptGradebook.job`), rolled back when the
+  job ends, so no job's rows reach the next and nothing is written to the disk.
 
 `autograde` then does what Autograde does for one student, on the notebooks in memory: a notebook the
 gradebook does not know is skipped, one not handed in scores 0 on every cell, and each notebook goes through
@@ -26,7 +28,6 @@ from __future__ import annotations
 
 import logging
 import shutil
-import sqlite3
 import tempfile
 import warnings
 from dataclasses import dataclass, field
@@ -37,11 +38,11 @@ import nbformat
 from nbconvert.exporters.exporter import ResourcesDict
 from nbconvert.preprocessors import Preprocessor
 from nbformat import validator
-from sqlalchemy import event
-from sqlalchemy.engine import Engine
 
 from autograder.harness.execute import Plan, TrustedExecute, read_plan
+from autograder.harness.cell_metadata import COMPILED_STEPS
 from autograder.harness.feedback import cell_message
+from autograder.harness.kept_gradebook import KEPT_STEPS, KeptGradebook
 from autograder.harness.nbgrader_course import course_id, load_config
 from autograder.records import CellResult, Template
 
@@ -68,16 +69,12 @@ class Assignment:
     """What a worker keeps of one assignment's template (module docstring)."""
 
     name: str
-    gradebook: Path  # the worker's own gradebook of this assignment, rewritten from ``snapshot`` by each job
-    snapshot: bytes  # the template's gradebook with the submission's rows made
+    gradebook: KeptGradebook  # the worker's own copy of the template's, the submission's rows made
     notebooks: frozenset[str]  # the notebooks the gradebook knows
     plans: dict[str, Plan]
     sanitize: tuple[Preprocessor, ...]
     grading: tuple[Preprocessor, ...]  # after Execute
-
-    @property
-    def db_url(self) -> str:
-        return f"sqlite:///{self.gradebook}"
+    db_url: str  # ``gradebook``'s
 
 
 def _load(template: Template, folder: Path) -> Assignment:
@@ -93,12 +90,18 @@ def _load(template: Template, folder: Path) -> Assignment:
         gb.update_or_create_student(STUDENT)
         gb.update_or_create_submission(template.assignment, STUDENT)
         notebooks = frozenset(notebook.name for notebook in gb.find_assignment(template.assignment).notebooks)
+    kept = KeptGradebook(db_url, course_id())
     config = preprocessor_config(db_url)
     traits = Autograde.class_traits()
-    sanitize = tuple(step(config=config) for step in traits["sanitize_preprocessors"].default())
-    grading = tuple(step(config=config) for step in traits["autograde_preprocessors"].default() if step is not Execute)
-    return Assignment(template.assignment, gradebook, gradebook.read_bytes(), notebooks,
-                      {name: read_plan(db_url, name, template.assignment) for name in notebooks}, sanitize, grading)
+
+    def made(steps: list[type]) -> tuple[Preprocessor, ...]:
+        return tuple(KEPT_STEPS[step](config=config, kept=kept) if step in KEPT_STEPS
+                     else COMPILED_STEPS.get(step, step)(config=config) for step in steps if step is not Execute)
+
+    return Assignment(template.assignment, kept, notebooks,
+                      {name: read_plan(db_url, name, template.assignment) for name in notebooks},
+                      made(traits["sanitize_preprocessors"].default()),
+                      made(traits["autograde_preprocessors"].default()), db_url)
 
 
 @dataclass
@@ -114,19 +117,8 @@ class Assignments:
         if key not in self.kept:
             if self.folder is None:
                 self.folder = tempfile.TemporaryDirectory(prefix="gradebooks-", dir=scratch or None)
-                event.listen(Engine, "connect", self._unsynced)
             self.kept[key] = _load(template, Path(self.folder.name))
         return self.kept[key]
-
-    def _unsynced(self, connection: Any, _: Any) -> None:
-        """SQLAlchemy's ``connect`` event: a connection to one of these gradebooks (copies, rewritten by each job) does
-        not wait for the disk on each commit (nbgrader's SaveAutoGrades commits once per graded cell: about 6 ms
-        each on a busy disk)."""
-        if self.folder is None or not isinstance(connection, sqlite3.Connection):
-            return
-        files = [row[2] for row in connection.execute("PRAGMA database_list")]
-        if any(path and Path(path).parent == Path(self.folder.name) for path in files):
-            connection.execute("PRAGMA synchronous = OFF")
 
 
 def _stage(nb: nbformat.NotebookNode, resources: ResourcesDict, steps: tuple[Preprocessor, ...]):
@@ -151,22 +143,20 @@ def _resources(assignment: Assignment, name: str, cwd: Path) -> ResourcesDict:
 def autograde(assignment: Assignment, submitted: dict[str, nbformat.NotebookNode | None], executor: TrustedExecute,
               log: logging.Logger, cwd: Path) -> dict[str, nbformat.NotebookNode]:
     """The autograded notebooks of one submission (``submitted``: notebook name -> the notebook, None when not handed
-    in), their scores in ``assignment``'s gradebook until the next job. Raises what nbgrader's converter would fail
-    on (`autograder.harness.notebook` turns it into the reason); ``log`` gets the preprocessors' log."""
+    in), their scores in ``assignment``'s gradebook until the job's transaction ends (`KeptGradebook.job`). Raises
+    what nbgrader's converter would fail on (`autograder.harness.notebook` turns it into the reason); ``log`` gets
+    the preprocessors' log."""
     from nbgrader import utils
-    from nbgrader.api import Gradebook
 
-    assignment.gradebook.write_bytes(assignment.snapshot)
     known = {name: nb for name, nb in submitted.items() if nb is not None and name in assignment.notebooks}
     if not known:
         raise RuntimeError("No notebooks found, did you forget to run 'nbgrader generate_assignment'?")
     missing = sorted(assignment.notebooks - set(known))
-    if missing:
-        with Gradebook(assignment.db_url, course_id()) as gb:
-            for name in missing:
-                for grade in gb.find_submission_notebook(name, assignment.name, STUDENT).grades:
-                    grade.auto_score, grade.needs_manual_grade = 0, False
-            gb.db.commit()
+    gradebook = assignment.gradebook
+    for name in missing:
+        for grade in gradebook.find_submission_notebook(name, assignment.name, STUDENT).grades:
+            grade.auto_score, grade.needs_manual_grade = 0, False
+    gradebook.db.commit()
     executor.plans = assignment.plans
     for step in (*assignment.sanitize, executor, *assignment.grading):
         step.log = log
@@ -182,26 +172,25 @@ def read_scores(assignment: Assignment, names: list[str],
                 autograded: dict[str, nbformat.NotebookNode]) -> tuple[CellResult, ...]:
     """Each graded cell's result, in notebook order. A manually graded answer or task (no auto score) is left
     for manual grading: flagged, its points 0 until given by hand, and its feedback says so (`MANUAL_PENDING`,
-    as the cell's comment). A graded cell missing from the autograded notebook scores 0."""
-    from nbgrader.api import Gradebook
-
+    as the cell's comment). A graded cell missing from the autograded notebook scores 0. Read in the job's
+    transaction (`KeptGradebook.job`), as `autograde` wrote them."""
     cells = []
-    with Gradebook(assignment.db_url) as gradebook:
-        for name in names:
-            notebook: Any = autograded.get(name)
-            by_id = {c.metadata.get("nbgrader", {}).get("grade_id"): c for c in notebook.cells} if notebook else {}
-            order = {grade_id: i for i, grade_id in enumerate(by_id)}
-            grades = gradebook.find_submission_notebook(name, assignment.name, STUDENT).grades
-            for grade in sorted(grades, key=lambda g: (order.get(g.name, len(order)), g.name)):
-                points = float(grade.score or 0.0)
-                cell = by_id.get(grade.name)
-                if grade.auto_score is None and cell is not None:
-                    gradebook.find_comment(grade.name, name, assignment.name, STUDENT).auto_comment = MANUAL_PENDING
-                    cells.append(CellResult(name, grade.name, 0.0, float(grade.max_score), False, MANUAL_PENDING,
-                                            manual=True))
-                    continue
-                message = "this test cell is missing from the submitted notebook" if cell is None else cell_message(cell)
-                cells.append(CellResult(name, grade.name, points, float(grade.max_score),
-                                        points >= float(grade.max_score), message))
-        gradebook.db.commit()
+    gradebook = assignment.gradebook
+    for name in names:
+        notebook: Any = autograded.get(name)
+        by_id = {c.metadata.get("nbgrader", {}).get("grade_id"): c for c in notebook.cells} if notebook else {}
+        order = {grade_id: i for i, grade_id in enumerate(by_id)}
+        grades = gradebook.find_submission_notebook(name, assignment.name, STUDENT).grades
+        for grade in sorted(grades, key=lambda g: (order.get(g.name, len(order)), g.name)):
+            points = float(grade.score or 0.0)
+            cell = by_id.get(grade.name)
+            if grade.auto_score is None and cell is not None:
+                gradebook.find_comment(grade.name, name, assignment.name, STUDENT).auto_comment = MANUAL_PENDING
+                cells.append(CellResult(name, grade.name, 0.0, float(grade.max_score), False, MANUAL_PENDING,
+                                        manual=True))
+                continue
+            message = "this test cell is missing from the submitted notebook" if cell is None else cell_message(cell)
+            cells.append(CellResult(name, grade.name, points, float(grade.max_score),
+                                    points >= float(grade.max_score), message))
+    gradebook.db.commit()
     return tuple(cells)

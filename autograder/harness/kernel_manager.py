@@ -25,6 +25,7 @@ from autograder.sandbox.home import KernelHome
 from autograder.sandbox.limits import START_SECONDS
 from autograder.sandbox.zygote_client import WarmLaunch
 
+STOP_POLL_SECONDS = 0.005  # how often the killed kernel is polled until it has ended (jupyter_client's: 0.1 s)
 
 
 def kernel_pid(root: int, module: str = "autograder.sandbox.kernel") -> int | None:
@@ -85,6 +86,12 @@ class SandboxKernelManager(AsyncKernelManager):
         await super()._async_cleanup_resources(restart)
 
     cleanup_resources = _async_cleanup_resources
+
+    async def _async_wait(self, pollinterval: float = STOP_POLL_SECONDS) -> None:
+        """jupyter_client's wait for the killed kernel to end (nbclient's ``shutdown_kernel = "immediate"``), polled
+        every `STOP_POLL_SECONDS`: a killed kernel is gone within milliseconds, and polling every 0.1 s (its
+        default) made every notebook wait about 0.1 s for it."""
+        await super()._async_wait(pollinterval)
 
     def kernel_pid(self) -> int | None:
         """The kernel's process id here (call it before any student code runs); None before its launch."""

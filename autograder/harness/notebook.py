@@ -9,8 +9,9 @@ local run's workers, or on a cluster the single worker of each Dask worker threa
 
 No nbgrader course is built per job: the worker keeps each assignment's state (`Kept`, its
 `autograder.harness.autograde.Assignments`: the template's test plans, nbgrader's preprocessors configured once and
-a gradebook of its own), and `autograder.harness.autograde.autograde` runs nbgrader's Autograde preprocessors on
-the submitted notebooks in memory, restoring locked cells and hidden tests from the gradebook.
+one open gradebook whose writes each job rolls back), and `autograder.harness.autograde.autograde` runs nbgrader's
+Autograde preprocessors on the submitted notebooks in memory, restoring locked cells and hidden tests from the
+gradebook.
 Its Execute is a sandboxed kernel whose only writable folder is the kernel's
 home (a tmpfs as large as the disk limit, which the worker reaches by a descriptor: `autograder.sandbox.home`):
 forked warm by the zygote of the job's preload set (`autograder.sandbox.zygote_client`, `autograder.sandbox.zygote`;
@@ -160,7 +161,8 @@ def grade_submission(job: Job, notebooks: dict[str, bytes | None], kept: Kept | 
     view = KernelHome(home, sockets) if job.isolate else None
     try:
         assignment = kept.assignments.get(job.template, job.scratch)
-        return _grade(job, notebooks, workdir, home, view, sockets, zygote, channel, kept.templates, assignment)
+        with assignment.gradebook.job():  # its rows gone when it ends
+            return _grade(job, notebooks, workdir, home, view, sockets, zygote, channel, kept.templates, assignment)
     finally:
         if view is not None:
             view.close()

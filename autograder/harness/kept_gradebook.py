@@ -1,0 +1,150 @@
+"""One nbgrader gradebook per kept assignment, lent to nbgrader's preprocessors one job at a time.
+
+nbgrader's preprocessors that read or write the gradebook (OverwriteKernelspec, OverwriteCells, SaveAutoGrades,
+AssignLatePenalties) each open ``Gradebook(db_url)`` on every notebook: a fresh SQLAlchemy engine (its queries
+compiled again, the tables inspected, the course checked), and SaveAutoGrades commits once per graded cell.
+`KeptGradebook` is made once per kept assignment (`autograder.harness.autograde.Assignment`): one engine, one
+connection, its compiled queries kept. `KeptGradebook.job` opens one transaction for a job; the steps' commits
+inside it are savepoints (SQLAlchemy's ``join_transaction_mode="create_savepoint"``), and the job ends by rolling
+the whole transaction back, so nothing reaches the disk and no job's rows reach the next.
+
+The ``Kept*`` steps are nbgrader's, subclassed: each takes the kept gradebook (its ``kept`` trait) where nbgrader's
+opens one from ``resources['nbgrader']['db_url']``, and does what nbgrader's ``preprocess`` does with it.
+"""
+
+from __future__ import annotations
+
+import json
+from types import MappingProxyType
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from nbconvert.exporters.exporter import ResourcesDict
+from nbformat.notebooknode import NotebookNode
+from nbgrader.api import Gradebook
+from nbgrader.preprocessors import (AssignLatePenalties, NbGraderPreprocessor, OverwriteCells, OverwriteKernelspec,
+                                    SaveAutoGrades)
+from sqlalchemy import event
+from sqlalchemy.orm import scoped_session, sessionmaker
+from traitlets import Instance
+
+
+def _manual_transactions(dbapi_connection: Any, _: Any) -> None:
+    """SQLAlchemy's ``connect`` event: pysqlite leaves BEGIN to SQLAlchemy (its own would break savepoints), and
+    commits (savepoints' ends, the set-up's) do not wait for the disk (SQLAlchemy's pysqlite recipe)."""
+    dbapi_connection.isolation_level = None
+    dbapi_connection.execute("PRAGMA synchronous = OFF")
+
+
+def _begin(connection: Any) -> None:
+    """SQLAlchemy's ``begin`` event: the BEGIN pysqlite no longer emits."""
+    connection.exec_driver_sql("BEGIN")
+
+
+class KeptGradebook(Gradebook):
+    """nbgrader's `Gradebook` of one kept assignment, one engine and connection for every job (module docstring).
+    ``close`` (which nbgrader's ``with gradebook:`` calls) keeps it open; `dispose` closes it."""
+
+    def __init__(self, db_url: str, course_id: str) -> None:
+        super().__init__(db_url, course_id)
+        self.db.remove()
+        event.listen(self.engine, "connect", _manual_transactions)
+        event.listen(self.engine, "begin", _begin)
+        self.engine.dispose()  # nbgrader's set-up connected before these events were listened to
+        self.connection = self.engine.connect()
+        self.db = scoped_session(sessionmaker(bind=self.connection, autoflush=True, future=True,
+                                              join_transaction_mode="create_savepoint"))
+
+    @contextmanager
+    def job(self) -> Iterator[KeptGradebook]:
+        """One job's use: everything it writes is rolled back when it ends, failed or not."""
+        outer = self.connection.begin()
+        try:
+            yield self
+        finally:
+            self.db.remove()
+            outer.rollback()
+
+    def close(self) -> None:
+        """Kept open: nbgrader's steps close each gradebook they open."""
+
+    def dispose(self) -> None:
+        self.db.remove()
+        self.connection.close()
+        self.engine.dispose()
+
+
+class KeptOverwriteKernelspec(OverwriteKernelspec):
+    """nbgrader's OverwriteKernelspec on the kept gradebook: the template's kernelspec replaces the submission's."""
+
+    kept = Instance(KeptGradebook)
+
+    def preprocess(self, nb: NotebookNode, resources: ResourcesDict) -> tuple[NotebookNode, ResourcesDict]:
+        ids = resources["nbgrader"]
+        kernelspec = self.kept.find_notebook(ids["notebook"], ids["assignment"]).kernelspec
+        if kernelspec is not None and (kernelspec := json.loads(kernelspec)):
+            nb.metadata["kernelspec"] = kernelspec
+        return nb, resources
+
+
+class KeptOverwriteCells(OverwriteCells):
+    """nbgrader's OverwriteCells on the kept gradebook: locked cells, points and types restored from the template."""
+
+    kept = Instance(KeptGradebook)
+
+    def preprocess(self, nb: NotebookNode, resources: ResourcesDict) -> tuple[NotebookNode, ResourcesDict]:
+        self.notebook_id = resources["nbgrader"]["notebook"]
+        self.assignment_id = resources["nbgrader"]["assignment"]
+        self.db_url = resources["nbgrader"]["db_url"]
+        self.gradebook = self.kept
+        nb, resources = NbGraderPreprocessor.preprocess(self, nb, resources)  # each cell: OverwriteCells's
+        if self.add_missing_cells:
+            nb, resources = self.add_missing_grade_cells(nb, resources)
+            nb, resources = self.add_missing_task_cells(nb, resources)
+        return nb, resources
+
+
+class KeptSaveAutoGrades(SaveAutoGrades):
+    """nbgrader's SaveAutoGrades on the kept gradebook (its commit per cell a savepoint of the job's transaction)."""
+
+    kept = Instance(KeptGradebook)
+
+    def preprocess(self, nb: NotebookNode, resources: ResourcesDict) -> tuple[NotebookNode, ResourcesDict]:
+        self.notebook_id = resources["nbgrader"]["notebook"]
+        self.assignment_id = resources["nbgrader"]["assignment"]
+        self.student_id = resources["nbgrader"]["student"]
+        self.db_url = resources["nbgrader"]["db_url"]
+        self.gradebook = self.kept
+        return NbGraderPreprocessor.preprocess(self, nb, resources)  # each cell: SaveAutoGrades's
+
+
+class KeptAssignLatePenalties(AssignLatePenalties):
+    """nbgrader's AssignLatePenalties on the kept gradebook: the notebook's penalty reset, then set if late."""
+
+    kept = Instance(KeptGradebook)
+
+    def preprocess(self, nb: NotebookNode, resources: ResourcesDict) -> tuple[NotebookNode, ResourcesDict]:
+        self.notebook_id = resources["nbgrader"]["notebook"]
+        self.assignment_id = resources["nbgrader"]["assignment"]
+        self.student_id = resources["nbgrader"]["student"]
+        self.db_url = resources["nbgrader"]["db_url"]
+        self.init_plugin()
+        self.gradebook = self.kept
+        nb, resources = NbGraderPreprocessor.preprocess(self, nb, resources)
+        submission = self.kept.find_submission(self.assignment_id, self.student_id)
+        notebook = self.kept.find_submission_notebook(self.notebook_id, self.assignment_id, self.student_id)
+        notebook.late_submission_penalty = None
+        if submission.total_seconds_late > 0:
+            self.log.warning(f"{submission} is {submission.total_seconds_late} seconds late")
+            penalty = self.plugin_inst.late_submission_penalty(self.student_id, notebook.score,
+                                                               submission.total_seconds_late)
+            self.log.warning(f"Late submission penalty: {penalty}")
+            if penalty is not None:
+                notebook.late_submission_penalty = self._check_late_penalty(notebook, penalty)
+        self.kept.db.commit()
+        return nb, resources
+
+
+KEPT_STEPS = MappingProxyType({OverwriteKernelspec: KeptOverwriteKernelspec, OverwriteCells: KeptOverwriteCells,
+                               SaveAutoGrades: KeptSaveAutoGrades, AssignLatePenalties: KeptAssignLatePenalties})
