@@ -115,7 +115,7 @@ def _grade(options: Options, out: OutputFolder) -> int:
             dispatcher.close()
         remove_scratch(scratch)
         timeline.mark("done")
-        timeline.close(out.logs / "workers.log")
+        timeline.close(pool.logs_of_workers())
 
 
 def _replace_folder(folder: Path, files: dict[str, str]) -> None:

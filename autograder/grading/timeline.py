@@ -1,8 +1,8 @@
 """The run's own log of where its start-up goes: ``DIR/.logs/run.log``, a line per step of `autograder.grading.run`
 (the grader's imports, the submissions found, the workers and warm processes started, the templates, the tasks,
 the first verdict, the last, the class files), each with the seconds since the grader's process started; and,
-when the run ends, what the process the workers are forked from reported in its log (``workers.log``: nbgrader,
-torch, transformers imported, each worker forked; `autograder.workers.forks.milestone`).
+when the run ends, the milestones the worker forks and the workers wrote in their logs (nbgrader, torch,
+transformers imported, each worker forked, its first job; `autograder.milestones`).
 
 Runs in the grader.
 """
@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import TextIO
 
-from autograder.workers.forks import MILESTONE
+from autograder.milestones import read_milestones
 
 
 def process_age() -> float:
@@ -46,28 +46,10 @@ class Timeline:
         if self.verdicts == total:
             self.mark(f"last verdict ({total} graded now)")
 
-    def close(self, reported: Path | None = None) -> None:
-        """Add the milestones that ``reported`` (a log: `autograder.workers.forks.milestone`) holds from this run,
-        in order, then close."""
-        for seconds, step in _milestones(reported, self.begun) if reported is not None else ():
+    def close(self, reported: tuple[Path, ...] = ()) -> None:
+        """Add the milestones that the logs ``reported`` hold from this run (`autograder.milestones`), in order,
+        then close."""
+        found = sorted(m for log in reported for m in read_milestones(log, self.begun))
+        for seconds, step in found:
             self.log.write(f"{seconds - self.origin:8.2f} s  {step}\n")
         self.log.close()
-
-
-def _milestones(log: Path, since: float) -> list[tuple[float, str]]:
-    """The (monotonic seconds, step) milestone lines of ``log`` written at ``since`` or later."""
-    found = []
-    try:
-        text = log.read_text(errors="replace")
-    except OSError:
-        return []
-    for line in text.splitlines():
-        parts = line.split(" ", 2)
-        if len(parts) == 3 and parts[0] == MILESTONE:
-            try:
-                seconds = float(parts[1])
-            except ValueError:
-                continue
-            if seconds >= since:
-                found.append((seconds, parts[2]))
-    return sorted(found)

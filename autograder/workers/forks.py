@@ -13,7 +13,7 @@ the needed modules (and their submodules) not imported yet are imported first, t
 answer names the modules the fork still lacks. So the pool's first workers, which make the templates and then grade,
 start as soon as nbgrader and a first job's modules are imported, and a worker that grades an assignment whose kernels preload numpy only is
 forked before torch and transformers are imported (`autograder.workers.pool.Pool.run`). Each step is written to
-the process's log as a `milestone` line, which the run's timeline merges (`autograder.grading.timeline`).
+the process's log (`autograder.milestones`).
 
 The process runs no job, starts no thread and holds nothing a fork could share but imported modules.
 It dies with the grader (its parent-death signal, and a check of its parent every 0.2 s); each fork
@@ -33,14 +33,14 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterable
 from pathlib import Path
 
 from autograder.sandbox.guards import PARENT_POLL, die_with_parent
+from autograder.milestones import milestone
 from autograder.sandbox.limits import START_SECONDS
 
-MILESTONE = "@milestone"  # a log line the run's timeline merges: MILESTONE, monotonic seconds, the step
+WHO = "worker forks"  # its milestones' name
 
 # What the first grading job of a worker imports besides nbgrader (a second of a core, once per worker).
 FIRST_JOB = ("nbclient", "jupyter_client.asynchronous", "nbconvert.exporters.html", "autograder.harness.execute",
@@ -148,12 +148,6 @@ def covers(needs: Iterable[str], module: str) -> bool:
     return any(module == name or module.startswith(f"{name}.") for name in needs)
 
 
-def milestone(step: str) -> None:
-    """Write ``step`` to this process's log (stderr) with the system's monotonic clock, for the run's timeline
-    (`autograder.grading.timeline.MILESTONE`)."""
-    print(f"{MILESTONE} {time.monotonic():.3f} worker forks: {step}", file=sys.stderr, flush=True)
-
-
 def _import(name: str) -> None:
     """Import ``name``, which may name no module (``from x import y`` read as x.y); a forked worker that needs
     what failed imports it again, and fails as a worker started alone would."""
@@ -162,7 +156,7 @@ def _import(name: str) -> None:
     except ImportError:
         return
     if "." not in name:
-        milestone(f"imported {name}")
+        milestone(WHO, f"imported {name}")
 
 
 def main(argv: list[str]) -> None:
@@ -173,7 +167,7 @@ def main(argv: list[str]) -> None:
     from autograder.workers import worker
 
     worker.prepare()
-    milestone("imported nbgrader")
+    milestone(WHO, "imported nbgrader")
     pending = [*FIRST_JOB, *filter(None, argv[1].split(","))]
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the kernel reaps the forks
     while True:
@@ -199,7 +193,7 @@ def main(argv: list[str]) -> None:
             _become_worker(control, descriptors)
         for descriptor in descriptors:
             os.close(descriptor)
-        milestone(f"forked worker {pid} ({len(pending)} modules left to import)")
+        milestone(WHO, f"forked worker {pid} ({len(pending)} modules left to import)")
         control.send(json.dumps({"forked": pid, "missing": pending}).encode())
 
 

@@ -234,6 +234,10 @@ class Pool:
             for worker in self.workers:
                 worker.forks = self.forks
 
+    def logs_of_workers(self) -> tuple[Path, ...]:
+        """The logs of the worker forks and the workers (`autograder.milestones`): trusted processes' only."""
+        return (self.logs / "workers.log", *(worker.log for worker in self.workers))
+
     def isolation(self, isolate: bool, warm: bool) -> Isolation:
         """How this machine's kernels run (`isolation_line`)."""
         return isolation_line(isolate, warm)
