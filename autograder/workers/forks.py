@@ -44,7 +44,7 @@ WHO = "worker forks"  # its milestones' name
 
 # What the first grading job of a worker imports besides nbgrader (a second of a core, once per worker).
 FIRST_JOB = ("nbclient", "jupyter_client.asynchronous", "nbconvert.exporters.html", "autograder.harness.execute",
-             "autograder.harness.kernel_manager", "autograder.sandbox.zygote_client")
+             "autograder.harness.kernel_manager", "autograder.sandbox.zygote_client", "autograder.checks")
 
 
 def log_tail(log: Path, lines: int = 15) -> str:
