@@ -41,10 +41,14 @@ from autograder.milestones import milestone
 from autograder.sandbox.limits import START_SECONDS
 
 WHO = "worker forks"  # its milestones' name
+FOLLOW_UP = 0.1  # seconds a fork waits for the next worker's request before it imports on (torch takes 2 s)
 
 # What the first grading job of a worker imports besides nbgrader (a second of a core, once per worker).
 FIRST_JOB = ("nbclient", "jupyter_client.asynchronous", "nbconvert.exporters.html", "autograder.harness.execute",
              "autograder.harness.kernel_manager", "autograder.sandbox.zygote_client", "autograder.checks")
+# What a grading job's channel imports besides, whatever its kernels preload (`autograder.channel.session`: tensors may
+# cross any channel): a worker that only makes templates does not wait for it.
+SESSION = ("torch", "autograder.channel.tensors")
 
 
 def log_tail(log: Path, lines: int = 15) -> str:
@@ -168,10 +172,13 @@ def main(argv: list[str]) -> None:
 
     worker.prepare()
     milestone(WHO, "imported nbgrader")
-    pending = [*FIRST_JOB, *filter(None, argv[1].split(","))]
+    pending = list(dict.fromkeys([*FIRST_JOB, *SESSION, *filter(None, argv[1].split(","))]))
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the kernel reaps the forks
+    forked = False  # just now: the pool asks for its workers one after another, and an import is not interrupted
     while True:
-        if not select.select([control], [], [], 0 if pending else PARENT_POLL)[0]:
+        wait = FOLLOW_UP if forked else 0 if pending else PARENT_POLL
+        forked = False
+        if not select.select([control], [], [], wait)[0]:
             if pending:
                 _import(pending.pop(0))
             elif os.getppid() != parent:
@@ -191,6 +198,7 @@ def main(argv: list[str]) -> None:
         pid = os.fork()
         if pid == 0:
             _become_worker(control, descriptors)
+        forked = True
         for descriptor in descriptors:
             os.close(descriptor)
         milestone(WHO, f"forked worker {pid} ({len(pending)} modules left to import)")

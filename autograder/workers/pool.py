@@ -33,7 +33,7 @@ from autograder.sandbox.probe import check_isolation
 from autograder.sandbox.warm import WarmStartUnavailable, Zygote, check_warm_start
 from autograder.sandbox.zygote_protocol import PreloadSet
 from autograder.workers.dispatch import Isolation, KernelSet
-from autograder.workers.forks import FIRST_JOB, ForkedWorker, WorkerForks, covers, log_tail
+from autograder.workers.forks import FIRST_JOB, SESSION, ForkedWorker, WorkerForks, covers, log_tail
 from course import ROOT
 
 THREADS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "OMP_WAIT_POLICY")
@@ -61,10 +61,10 @@ def isolation_line(isolate: bool, warm: bool) -> Isolation:
 
 
 def needs_of(job: Job | GenerateJob) -> tuple[str, ...]:
-    """What a worker imports before it takes ``job`` (`autograder.workers.forks`): what a first grading job imports
-    (a template too: the worker that makes it then grades the lightest assignment's first jobs without waiting for
-    torch), and what the job's kernels preload (torch, transformers)."""
-    return FIRST_JOB if isinstance(job, GenerateJob) else (*FIRST_JOB, *job.template.preload)
+    """What a worker imports before it takes ``job`` (`autograder.workers.forks`): what a first job imports (a
+    template's maker too, without torch); to grade, what the channel imports (torch) and the job's kernels preload
+    (transformers): a numpy assignment's jobs do not wait for transformers."""
+    return FIRST_JOB if isinstance(job, GenerateJob) else (*FIRST_JOB, *SESSION, *job.template.preload)
 
 
 class Worker:

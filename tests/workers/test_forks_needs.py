@@ -9,7 +9,7 @@ from pathlib import Path
 from autograder.records import GenerateJob, Job, Template
 from autograder.sandbox.limits import Limits
 from autograder.workers.dispatch import KernelSet
-from autograder.workers.forks import FIRST_JOB, covers
+from autograder.workers.forks import FIRST_JOB, SESSION, covers
 from autograder.workers.pool import Pool, needs_of
 
 
@@ -22,7 +22,7 @@ def test_a_fork_waits_for_what_it_needs_only(tmp_path: Path) -> None:
         worker.start(("xml",))
         first = worker.process
         assert "xml.dom.minidom" not in first.missing, "a fork waits for the modules (and submodules) it needs"
-        assert "decimal" in first.missing and set(FIRST_JOB) <= first.missing, (
+        assert "decimal" in first.missing and set(FIRST_JOB + SESSION) <= first.missing, (
             f"a fork does not wait for what it does not need: it lacked {sorted(first.missing)}")
         worker.start(("xml",))
         assert worker.process is first, "a worker that has what the next job needs is kept"
@@ -42,6 +42,6 @@ def test_needs_and_the_order_of_jobs() -> None:
     assert sorted([both, torch, light], key=lambda k: k.weight) == [light, torch, both], (
         "the jobs of kernels that preload least go first: their zygote is ready before torch's")
     template = Template("a", "k", Path("/nowhere"), (), (), *torch)
-    assert needs_of(Job(template, {}, Limits(), True)) == (*FIRST_JOB, "torch")
+    assert needs_of(Job(template, {}, Limits(), True)) == (*FIRST_JOB, *SESSION, "torch")
     assert needs_of(GenerateJob(template, "/", "source")) == FIRST_JOB, (
         "a worker that makes a template is forked ready to grade the lightest jobs next")
