@@ -3,5 +3,5 @@ line, the output folder's lock, and `grade` and `collect` themselves.
 
 Process: the grader.
 Imports: autograder.workers, autograder.reports, autograder.submissions, autograder.harness,
-autograder.sandbox, autograder.records.
+autograder.sandbox, autograder.records, autograder.milestones.
 """

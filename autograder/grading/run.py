@@ -56,7 +56,7 @@ from autograder.reports.state import Stored, load_state, save_state, stored_rows
 from autograder.sandbox.bwrap import remove_scratch
 from autograder.sandbox.probe import SandboxUnavailable
 from autograder.submissions.find import SubmissionsUnreadable, find, normal_id, select, valid_student_id
-from autograder.workers.dispatch import Dispatcher
+from autograder.workers.dispatch import Dispatcher, KernelSet
 from autograder.workers.pool import Pool, WorkerStartError
 
 
@@ -115,7 +115,7 @@ def _grade(options: Options, out: OutputFolder) -> int:
             dispatcher.close()
         remove_scratch(scratch)
         timeline.mark("done")
-        timeline.close()
+        timeline.close(pool.logs_of_workers())
 
 
 def _replace_folder(folder: Path, files: dict[str, str]) -> None:
@@ -187,6 +187,8 @@ def _grade_tasks(plan: RunPlan, dispatcher: Dispatcher, scratch: Path, timeline:
             reused += 1
         else:
             to_grade.append(task)
+    # The jobs of the lightest kernels first: their zygote and workers are ready seconds before torch's.
+    to_grade.sort(key=lambda t: KernelSet.of(templates[t.assignment]).weight)
     jobs = [plan.job(t, scratch) for t in to_grade]
     compared = submitted_tasks(out, earlier, tasks)
     # The similarity of the class's code needs only the submitted files: it is computed while they are graded.

@@ -1,6 +1,8 @@
 """The run's own log of where its start-up goes: ``DIR/.logs/run.log``, a line per step of `autograder.grading.run`
 (the grader's imports, the submissions found, the workers and warm processes started, the templates, the tasks,
-the first verdict, the last, the class files), each with the seconds since the grader's process started.
+the first verdict, the last, the class files), each with the seconds since the grader's process started; and,
+when the run ends, the milestones the worker forks and the workers wrote in their logs (nbgrader, torch,
+transformers imported, each worker forked, its first job; `autograder.milestones`).
 
 Runs in the grader.
 """
@@ -11,6 +13,8 @@ import os
 import time
 from pathlib import Path
 from typing import TextIO
+
+from autograder.milestones import read_milestones
 
 
 def process_age() -> float:
@@ -23,7 +27,8 @@ class Timeline:
     """Appends ``seconds  step`` lines to ``log``, from the grader's start; a run starts with a line of its own."""
 
     def __init__(self, log: Path):
-        self.origin = time.monotonic() - process_age()
+        self.begun = time.monotonic()
+        self.origin = self.begun - process_age()
         self.log: TextIO = open(log, "a")  # noqa: SIM115 - open while the run lives
         self.log.write(f"--- grade, pid {os.getpid()}\n")
         self.mark("the grader's Python started and imported its modules")
@@ -41,5 +46,10 @@ class Timeline:
         if self.verdicts == total:
             self.mark(f"last verdict ({total} graded now)")
 
-    def close(self) -> None:
+    def close(self, reported: tuple[Path, ...] = ()) -> None:
+        """Add the milestones that the logs ``reported`` hold from this run (`autograder.milestones`), in order,
+        then close."""
+        found = sorted(m for log in reported for m in read_milestones(log, self.begun))
+        for seconds, step in found:
+            self.log.write(f"{seconds - self.origin:8.2f} s  {step}\n")
         self.log.close()

@@ -3,5 +3,5 @@
 
 Processes: `dispatch`, `pool`, `forks` (its parent) and `dask_pool` run in the grader; `worker` and `forks` (its
 children) in a worker; `dask_worker` in a Dask worker.
-Imports: autograder.harness, autograder.sandbox, autograder.records.
+Imports: autograder.harness, autograder.sandbox, autograder.records, autograder.milestones.
 """

@@ -25,6 +25,12 @@ class KernelSet(NamedTuple):
     def of(cls, template: Template) -> KernelSet:
         return cls(template.preload, template.packages, template.forbid)
 
+    @property
+    def weight(self) -> tuple[int, bool]:
+        """What its warm process imports, as an order: fewer preloads first, then fewer packages seen. A run grades
+        the jobs of the lightest kernels first, whose zygote (and workers) are ready long before torch's."""
+        return len(self.preload), self.packages is None
+
 
 class Isolation(NamedTuple):
     """How a run's kernels run: the lines it prints about it, and whether they are forked warm."""

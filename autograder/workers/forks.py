@@ -5,12 +5,15 @@ the rest once instead of once per worker.
 autograder.workers.forks FD MODULES``. That process imports what every worker needs at once (nbgrader's
 converters), says so, and then, between requests, imports the rest one module at a time: what a
 grading job imports on its first run (nbclient, the trusted harness) and MODULES, what the run's kernels
-preload and its test cells import (torch, transformers' Llama: `autograder.grading.templates.test_imports`). Each request on FD (a SOCK_SEQPACKET socket) carries the new
-worker's stdin, stdout and log as SCM_RIGHTS; the fork becomes a session leader with them as its 0, 1
-and 2 and runs `autograder.workers.worker.run`, the loop of a worker started alone. A request for a
-``complete`` worker waits until every module is imported; the answer says whether the fork had them
-all. So the pool's first workers, which only make the templates, start as soon as nbgrader is imported,
-and the workers that grade are forked once everything is (`autograder.workers.pool.Pool.run`).
+preload and its test cells import (torch, transformers' Llama: `autograder.grading.templates.test_imports`).
+Each request on FD (a SOCK_SEQPACKET socket) carries the new worker's stdin, stdout and log as SCM_RIGHTS, and
+the modules it needs (``needs``); the fork becomes a session leader with
+them as its 0, 1 and 2 and runs `autograder.workers.worker.run`, the loop of a worker started alone. Those of
+the needed modules (and their submodules) not imported yet are imported first, then the process forks; the
+answer names the modules the fork still lacks. So the pool's first workers, which make the templates and then grade,
+start as soon as nbgrader and a first job's modules are imported, and a worker that grades an assignment whose kernels preload numpy only is
+forked before torch and transformers are imported (`autograder.workers.pool.Pool.run`). Each step is written to
+the process's log (`autograder.milestones`).
 
 The process runs no job, starts no thread and holds nothing a fork could share but imported modules.
 It dies with the grader (its parent-death signal, and a check of its parent every 0.2 s); each fork
@@ -30,14 +33,22 @@ import socket
 import subprocess
 import sys
 import threading
+from collections.abc import Iterable
 from pathlib import Path
 
 from autograder.sandbox.guards import PARENT_POLL, die_with_parent
+from autograder.milestones import milestone
 from autograder.sandbox.limits import START_SECONDS
+
+WHO = "worker forks"  # its milestones' name
+FOLLOW_UP = 0.1  # seconds a fork waits for the next worker's request before it imports on (torch takes 2 s)
 
 # What the first grading job of a worker imports besides nbgrader (a second of a core, once per worker).
 FIRST_JOB = ("nbclient", "jupyter_client.asynchronous", "nbconvert.exporters.html", "autograder.harness.execute",
-             "autograder.harness.kernel_manager", "autograder.sandbox.zygote_client")
+             "autograder.harness.kernel_manager", "autograder.sandbox.zygote_client", "autograder.checks")
+# What a grading job's channel imports besides, whatever its kernels preload (`autograder.channel.session`: tensors may
+# cross any channel): a worker that only makes templates does not wait for it.
+SESSION = ("torch", "autograder.channel.tensors")
 
 
 def log_tail(log: Path, lines: int = 15) -> str:
@@ -50,10 +61,10 @@ def log_tail(log: Path, lines: int = 15) -> str:
 
 class ForkedWorker:
     """A worker forked by `WorkerForks`, as the pool uses a ``Popen``: ``pid``, ``stdin``, ``stdout``, ``poll``,
-    ``wait`` (through a pidfd: it is not this process's child). ``complete``: it has every module imported."""
+    ``wait`` (through a pidfd: it is not this process's child). ``missing``: the modules it was forked without."""
 
-    def __init__(self, pid: int, stdin: int, stdout: int, complete: bool):
-        self.pid, self.complete = pid, complete
+    def __init__(self, pid: int, stdin: int, stdout: int, missing: frozenset[str]):
+        self.pid, self.missing = pid, missing
         self.stdin, self.stdout = os.fdopen(stdin, "wb"), os.fdopen(stdout, "rb")
         self.returncode: int | None = None
         self._pidfd = os.pidfd_open(pid)
@@ -88,14 +99,14 @@ class WorkerForks:
                 start_new_session=True)
         theirs.close()
 
-    def fork(self, log: Path, complete: bool) -> ForkedWorker:
-        """A new worker logging to ``log``, with every module imported when ``complete``; OSError (or a timeout)
+    def fork(self, log: Path, needs: tuple[str, ...]) -> ForkedWorker:
+        """A new worker logging to ``log``, with ``needs`` (and their submodules) imported; OSError (or a timeout)
         when the warm process is gone."""
         stdin, ours_in = os.pipe()
         ours_out, stdout = os.pipe()
         try:
             with open(log, "ab") as handle, self.asking:
-                socket.send_fds(self.control, [json.dumps({"complete": complete}).encode()],
+                socket.send_fds(self.control, [json.dumps({"needs": needs}).encode()],
                                 [stdin, stdout, handle.fileno()])
                 answer = self.control.recv(1024)
         except OSError:
@@ -109,7 +120,7 @@ class WorkerForks:
             raise OSError(f"the process the workers are forked from ended; the end of its log ({self.log}):\n"
                           f"{log_tail(self.log)}")
         given = json.loads(answer)
-        return ForkedWorker(given["forked"], ours_in, ours_out, given["complete"])
+        return ForkedWorker(given["forked"], ours_in, ours_out, frozenset(given["missing"]))
 
     def close(self) -> None:
         self.control.close()
@@ -136,13 +147,20 @@ def _become_worker(control: socket.socket, descriptors: list[int]) -> None:
         os._exit(0)
 
 
+def covers(needs: Iterable[str], module: str) -> bool:
+    """Whether ``module`` is one of ``needs`` or a submodule of one."""
+    return any(module == name or module.startswith(f"{name}.") for name in needs)
+
+
 def _import(name: str) -> None:
     """Import ``name``, which may name no module (``from x import y`` read as x.y); a forked worker that needs
     what failed imports it again, and fails as a worker started alone would."""
     try:
         importlib.import_module(name)
     except ImportError:
-        pass
+        return
+    if "." not in name:
+        milestone(WHO, f"imported {name}")
 
 
 def main(argv: list[str]) -> None:
@@ -153,10 +171,14 @@ def main(argv: list[str]) -> None:
     from autograder.workers import worker
 
     worker.prepare()
-    pending = [*FIRST_JOB, *filter(None, argv[1].split(","))]
+    milestone(WHO, "imported nbgrader")
+    pending = list(dict.fromkeys([*FIRST_JOB, *SESSION, *filter(None, argv[1].split(","))]))
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the kernel reaps the forks
+    forked = False  # just now: the pool asks for its workers one after another, and an import is not interrupted
     while True:
-        if not select.select([control], [], [], 0 if pending else PARENT_POLL)[0]:
+        wait = FOLLOW_UP if forked else 0 if pending else PARENT_POLL
+        forked = False
+        if not select.select([control], [], [], wait)[0]:
             if pending:
                 _import(pending.pop(0))
             elif os.getppid() != parent:
@@ -165,9 +187,10 @@ def main(argv: list[str]) -> None:
         message, descriptors, _, _ = socket.recv_fds(control, 1024, 3)
         if not message:
             return
-        if json.loads(message)["complete"]:
-            while pending:
-                _import(pending.pop(0))
+        needs = json.loads(message)["needs"]
+        for name in [name for name in pending if covers(needs, name)]:
+            pending.remove(name)
+            _import(name)
         sys.stdout.flush()
         sys.stderr.flush()
         gc.collect()  # then out of the collector's reach: a worker's collections never copy the pages it shares
@@ -175,9 +198,11 @@ def main(argv: list[str]) -> None:
         pid = os.fork()
         if pid == 0:
             _become_worker(control, descriptors)
+        forked = True
         for descriptor in descriptors:
             os.close(descriptor)
-        control.send(json.dumps({"forked": pid, "complete": not pending}).encode())
+        milestone(WHO, f"forked worker {pid} ({len(pending)} modules left to import)")
+        control.send(json.dumps({"forked": pid, "missing": pending}).encode())
 
 
 if __name__ == "__main__":

@@ -33,7 +33,7 @@ from autograder.sandbox.probe import check_isolation
 from autograder.sandbox.warm import WarmStartUnavailable, Zygote, check_warm_start
 from autograder.sandbox.zygote_protocol import PreloadSet
 from autograder.workers.dispatch import Isolation, KernelSet
-from autograder.workers.forks import ForkedWorker, WorkerForks, log_tail
+from autograder.workers.forks import FIRST_JOB, SESSION, ForkedWorker, WorkerForks, covers, log_tail
 from course import ROOT
 
 THREADS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "OMP_WAIT_POLICY")
@@ -60,6 +60,13 @@ def isolation_line(isolate: bool, warm: bool) -> Isolation:
     return Isolation(describe_isolation(isolate) + "\n" + describe_start(True), True)
 
 
+def needs_of(job: Job | GenerateJob) -> tuple[str, ...]:
+    """What a worker imports before it takes ``job`` (`autograder.workers.forks`): what a first job imports (a
+    template's maker too, without torch); to grade, what the channel imports (torch) and the job's kernels preload
+    (transformers): a numpy assignment's jobs do not wait for transformers."""
+    return FIRST_JOB if isinstance(job, GenerateJob) else (*FIRST_JOB, *SESSION, *job.template.preload)
+
+
 class Worker:
     """One job slot: a persistent `autograder.workers.worker` process, replaced when it dies or overruns."""
 
@@ -69,17 +76,18 @@ class Worker:
         self.forks: WorkerForks | None = None  # where to fork the process from (`autograder.workers.forks`)
         self.ready = False
 
-    def spawn(self, complete: bool = True) -> None:
-        """Start the worker's process unless it is running (and, for ``complete``, forked with every module);
-        `WorkerStartError` if it cannot."""
+    def spawn(self, needs: tuple[str, ...] = ()) -> None:
+        """Start the worker's process unless it is running with ``needs`` imported (`needs_of`); `WorkerStartError`
+        if it cannot."""
         if self.process is not None and self.process.poll() is None:
-            if not complete or getattr(self.process, "complete", True):
+            missing = getattr(self.process, "missing", frozenset())
+            if not any(covers(needs, module) for module in missing):
                 return
-            self.stop()  # it made templates; a fork that has torch and the rest grades
+            self.stop()  # forked before the modules this job needs were imported: a newer fork has them
         self.ready = False
         if self.forks is not None:
             try:
-                self.process = self.forks.fork(self.log, complete)
+                self.process = self.forks.fork(self.log, needs)
             except OSError as error:
                 raise WorkerStartError(f"a grading worker could not start: {error}") from error
             return
@@ -92,9 +100,10 @@ class Worker:
             raise WorkerStartError(f"could not start a grading worker ({self.python} -m autograder.workers.worker): "
                                    f"{error}") from error
 
-    def start(self, complete: bool = True) -> None:
-        """Start the worker unless it is running and wait until it is ready; `WorkerStartError` if it cannot."""
-        self.spawn(complete)
+    def start(self, needs: tuple[str, ...] = ()) -> None:
+        """Start the worker unless it is running (with ``needs``) and wait until it is ready; `WorkerStartError` if
+        it cannot."""
+        self.spawn(needs)
         if self.ready:
             return
         line = self._read_line(time.monotonic() + START_SECONDS)
@@ -107,7 +116,7 @@ class Worker:
 
     def run(self, job: Job | GenerateJob, timeout: float) -> Result:
         """Send a job; its result, or a failure when the worker died or took longer than ``timeout``."""
-        self.start(isinstance(job, Job))
+        self.start(needs_of(job))
         try:
             self.process.stdin.write((job.to_json() + "\n").encode())
             self.process.stdin.flush()
@@ -185,9 +194,8 @@ class Pool:
                 results.put(error)
 
         self._start_forks()
-        complete = any(isinstance(job, Job) for job in jobs)
-        for worker in self.workers[:len(jobs)]:
-            worker.spawn(complete)  # in this thread: a worker dies with the thread that started it
+        for worker, job in zip(self.workers, jobs):
+            worker.spawn(needs_of(job))  # in this thread: a worker dies with the thread that started it
         threads = [threading.Thread(target=serve, args=(w,), daemon=True) for w in self.workers[:len(jobs)]]
         for thread in threads:
             thread.start()
@@ -210,9 +218,9 @@ class Pool:
             self.workers[0].spawn()  # not waited for: it imports while the templates are made and the sandbox checked
         if not warm:
             return {}
-        # The zygotes that import the most start first: those of kernels that see every package, then by preloads;
+        # The zygotes in the order their jobs come (`KernelSet.weight`): the first jobs' zygote starts first;
         # one sandbox for the sets that see the same packages: they share one torch.
-        order = sorted(kernels, key=lambda k: (k.packages is not None, -len(k.preload), repr(k)))
+        order = sorted(kernels, key=lambda k: (k.weight, repr(k)))
         for kernels_set in order:
             self.start_zygote(kernels_set, scratch, tuple(k for k in order if k.packages == kernels_set.packages))
         return {k: self.zygotes[k].addresses[PreloadSet(k.preload, k.forbid)] for k in order}
@@ -225,6 +233,10 @@ class Pool:
                                      self.workers[0].python, ROOT)
             for worker in self.workers:
                 worker.forks = self.forks
+
+    def logs_of_workers(self) -> tuple[Path, ...]:
+        """The logs of the worker forks and the workers (`autograder.milestones`): trusted processes' only."""
+        return (self.logs / "workers.log", *(worker.log for worker in self.workers))
 
     def isolation(self, isolate: bool, warm: bool) -> Isolation:
         """How this machine's kernels run (`isolation_line`)."""

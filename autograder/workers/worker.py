@@ -16,10 +16,13 @@ import resource
 import sys
 from pathlib import Path
 
+from autograder.milestones import milestone
 from autograder.harness.notebook import Kept, generate, grade_submission
 from autograder.records import GenerateJob, Result, read_job
 from autograder.sandbox.guards import die_with_parent, watch_parent
 from autograder.sandbox.limits import WORKER_HEADROOM
+
+FIRST_JOBS = 3  # the jobs of each worker whose start and end are milestones (`autograder.milestones`)
 
 
 def run_job(line: str, kept: Kept) -> Result:
@@ -48,15 +51,22 @@ def run() -> None:
     answers = os.fdopen(os.dup(sys.stdout.fileno()), "w")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
     prepare()
+    who = f"worker {os.getpid()}"
+    milestone(who, "ready")
     answers.write(json.dumps({"ready": os.getpid()}) + "\n")
     answers.flush()
     kept = Kept()
-    for line in sys.stdin:
+    for number, line in enumerate(sys.stdin):
+        if number < FIRST_JOBS:
+            milestone(who, f"job {number + 1} taken")
         try:
             result = run_job(line, kept)
         except Exception as error:  # noqa: BLE001 - a failure of one submission is reported, not fatal
             # The grader's own failure, not the student's: not stored, graded again on the next run.
             result = Result("failed", f"grading failed: {type(error).__name__}: {error}", transient=True)
+        if number < FIRST_JOBS:
+            milestone(who, f"job {number + 1} done: {result.status} "
+                           f"({', '.join(f'{k} {v:.2f} s' for k, v in (result.timings or {}).items())})")
         answers.write(result.to_json() + "\n")
         answers.flush()
 

@@ -1,0 +1,47 @@
+"""The worker forks import what a fork asks for first: a worker that grades an assignment whose kernels preload
+numpy only is forked before torch and transformers are imported, and a worker forked without what a later job
+needs is replaced by one forked with it (`autograder.workers.forks`, `autograder.workers.pool.Worker.spawn`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from autograder.records import GenerateJob, Job, Template
+from autograder.sandbox.limits import Limits
+from autograder.workers.dispatch import KernelSet
+from autograder.workers.forks import FIRST_JOB, SESSION, covers
+from autograder.workers.pool import Pool, needs_of
+
+
+def test_a_fork_waits_for_what_it_needs_only(tmp_path: Path) -> None:
+    pool = Pool(2, tmp_path / "logs")
+    try:
+        # Asked at once, while the forks import nbgrader: "xml" is imported before the fork, "decimal" is not yet.
+        pool.prepare(("decimal", "xml.dom.minidom"), (), str(tmp_path), warm=False)
+        worker = pool.workers[0]
+        worker.start(("xml",))
+        first = worker.process
+        assert "xml.dom.minidom" not in first.missing, "a fork waits for the modules (and submodules) it needs"
+        assert "decimal" in first.missing and set(FIRST_JOB + SESSION) <= first.missing, (
+            f"a fork does not wait for what it does not need: it lacked {sorted(first.missing)}")
+        worker.start(("xml",))
+        assert worker.process is first, "a worker that has what the next job needs is kept"
+        worker.start(("decimal",))
+        assert worker.process is not first and "decimal" not in worker.process.missing, (
+            "a worker forked without what the next job needs is replaced by a fork that has it")
+        assert first.poll() is not None, "the replaced worker is stopped"
+    finally:
+        pool.close()
+
+
+def test_needs_and_the_order_of_jobs() -> None:
+    assert covers(("torch",), "torch.nn.functional") and covers(("torch",), "torch")
+    assert not covers(("torch",), "torchvision"), "a module's name is matched whole, not by its prefix"
+    light, torch, both = KernelSet((), ("numpy",), ()), KernelSet(("torch",), None, ()), KernelSet(
+        ("torch", "transformers"), None, ())
+    assert sorted([both, torch, light], key=lambda k: k.weight) == [light, torch, both], (
+        "the jobs of kernels that preload least go first: their zygote is ready before torch's")
+    template = Template("a", "k", Path("/nowhere"), (), (), *torch)
+    assert needs_of(Job(template, {}, Limits(), True)) == (*FIRST_JOB, *SESSION, "torch")
+    assert needs_of(GenerateJob(template, "/", "source")) == FIRST_JOB, (
+        "a worker that makes a template is forked ready to grade the lightest jobs next")
