@@ -43,6 +43,9 @@ from autograder.sandbox.limits import START_SECONDS
 WHO = "worker forks"  # its milestones' name
 FOLLOW_UP = 0.1  # seconds a fork waits for the next worker's request before it imports on (torch takes 2 s)
 
+# The most bytes of one request or answer on the control socket (SOCK_SEQPACKET cuts a longer message): the
+# modules a fork needs or was forked without, a whole course's worth.
+MESSAGE_BYTES = 1 << 16
 # What the first grading job of a worker imports besides nbgrader (a second of a core, once per worker).
 FIRST_JOB = ("nbclient", "jupyter_client.asynchronous", "nbconvert.exporters.html", "autograder.harness.execute",
              "autograder.harness.kernel_manager", "autograder.sandbox.zygote_client", "autograder.checks")
@@ -108,7 +111,7 @@ class WorkerForks:
             with open(log, "ab") as handle, self.asking:
                 socket.send_fds(self.control, [json.dumps({"needs": needs}).encode()],
                                 [stdin, stdout, handle.fileno()])
-                answer = self.control.recv(1024)
+                answer = self.control.recv(MESSAGE_BYTES)
         except OSError:
             answer = b""
         finally:
@@ -184,7 +187,7 @@ def main(argv: list[str]) -> None:
             elif os.getppid() != parent:
                 return
             continue
-        message, descriptors, _, _ = socket.recv_fds(control, 1024, 3)
+        message, descriptors, _, _ = socket.recv_fds(control, MESSAGE_BYTES, 3)
         if not message:
             return
         needs = json.loads(message)["needs"]

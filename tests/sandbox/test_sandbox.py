@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from autograder.records import GenerateJob, Template
 from autograder.reports.output_folder import OutputFolder
 from autograder.sandbox.limits import Limits
 from autograder.workers.pool import Pool, WorkerStartError
@@ -119,7 +120,8 @@ def test_a_worker_that_cannot_start_names_the_cause(tmp_path) -> None:
     not_executable.write_text("#!/bin/sh\n")
     pool = Pool(1, tmp_path / "logs", python=str(not_executable))
     with pytest.raises(WorkerStartError, match="Permission denied"):
-        pool.run([{"kind": "generate"}], 30, lambda index, result: None)
+        job = GenerateJob(Template("toy", "", tmp_path / "template", ("toy",), ()), str(tmp_path), "source")
+        pool.run([job], 30, lambda index, result: None)
     pool.close()
 
 

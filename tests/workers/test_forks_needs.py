@@ -45,3 +45,17 @@ def test_needs_and_the_order_of_jobs() -> None:
     assert needs_of(Job(template, {}, Limits(), True)) == (*FIRST_JOB, *SESSION, "torch")
     assert needs_of(GenerateJob(template, "/", "source")) == FIRST_JOB, (
         "a worker that makes a template is forked ready to grade the lightest jobs next")
+
+
+def test_a_course_worth_of_modules_left_to_import_reaches_the_pool_whole(tmp_path: Path) -> None:
+    # The whole course's test cells and preloads name more modules than a short read of the control socket holds
+    # (SOCK_SEQPACKET cuts a longer message): the fork's answer lists all those it was forked without.
+    many = tuple(f"xml.dom.minidom{'_' * 40}{index}" for index in range(60))  # never imported: all left, 3 KB
+    pool = Pool(2, tmp_path / "logs")
+    try:
+        pool.prepare(many, (), str(tmp_path), warm=False)
+        worker = pool.workers[0]
+        worker.start(())
+        assert set(many) <= worker.process.missing, "the answer names every module the fork was made without"
+    finally:
+        pool.close()
