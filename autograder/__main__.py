@@ -15,7 +15,7 @@ from dataclasses import replace
 from importlib import metadata
 from pathlib import Path
 
-from autograder import skip_unchecked_formats
+from autograder.formats import skip_unchecked_formats
 
 skip_unchecked_formats()  # the grader imports nbformat (through nbgrader's gradebook) on the way
 

@@ -8,7 +8,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from autograder import skip_unchecked_formats
+from autograder.formats import skip_unchecked_formats
 
 # Test cells run here and the student's code in another process, each waiting on the other: OpenMP threads
 # that spin while they wait would take the cores from the process that works (as autograder.workers.pool does).

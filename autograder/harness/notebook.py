@@ -39,9 +39,9 @@ import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder import skip_unchecked_formats
+from autograder.formats import skip_unchecked_formats
 
-skip_unchecked_formats()  # before nbformat: `autograder.skip_unchecked_formats`
+skip_unchecked_formats()  # before nbformat: `autograder.formats`
 
 import nbformat  # noqa: E402
 
