@@ -75,6 +75,17 @@ class KeptGradebook(Gradebook):
         self.engine.dispose()
 
 
+def _on_kept(step: NbGraderPreprocessor, resources: ResourcesDict, kept: KeptGradebook, student: bool = False) -> None:
+    """Point one of nbgrader's per-notebook steps at this job's notebook and at the kept gradebook, as its own
+    ``preprocess`` would at a gradebook it opens (with ``student``, the student too: the steps that write the
+    student's rows)."""
+    ids = resources["nbgrader"]
+    step.notebook_id, step.assignment_id, step.db_url = ids["notebook"], ids["assignment"], ids["db_url"]
+    if student:
+        step.student_id = ids["student"]
+    step.gradebook = kept
+
+
 class KeptOverwriteKernelspec(OverwriteKernelspec):
     """nbgrader's OverwriteKernelspec on the kept gradebook: the template's kernelspec replaces the submission's."""
 
@@ -94,10 +105,7 @@ class KeptOverwriteCells(OverwriteCells):
     kept = Instance(KeptGradebook)
 
     def preprocess(self, nb: NotebookNode, resources: ResourcesDict) -> tuple[NotebookNode, ResourcesDict]:
-        self.notebook_id = resources["nbgrader"]["notebook"]
-        self.assignment_id = resources["nbgrader"]["assignment"]
-        self.db_url = resources["nbgrader"]["db_url"]
-        self.gradebook = self.kept
+        _on_kept(self, resources, self.kept)
         nb, resources = NbGraderPreprocessor.preprocess(self, nb, resources)  # each cell: OverwriteCells's
         if self.add_missing_cells:
             nb, resources = self.add_missing_grade_cells(nb, resources)
@@ -111,11 +119,7 @@ class KeptSaveAutoGrades(SaveAutoGrades):
     kept = Instance(KeptGradebook)
 
     def preprocess(self, nb: NotebookNode, resources: ResourcesDict) -> tuple[NotebookNode, ResourcesDict]:
-        self.notebook_id = resources["nbgrader"]["notebook"]
-        self.assignment_id = resources["nbgrader"]["assignment"]
-        self.student_id = resources["nbgrader"]["student"]
-        self.db_url = resources["nbgrader"]["db_url"]
-        self.gradebook = self.kept
+        _on_kept(self, resources, self.kept, student=True)
         return NbGraderPreprocessor.preprocess(self, nb, resources)  # each cell: SaveAutoGrades's
 
 
@@ -125,12 +129,8 @@ class KeptAssignLatePenalties(AssignLatePenalties):
     kept = Instance(KeptGradebook)
 
     def preprocess(self, nb: NotebookNode, resources: ResourcesDict) -> tuple[NotebookNode, ResourcesDict]:
-        self.notebook_id = resources["nbgrader"]["notebook"]
-        self.assignment_id = resources["nbgrader"]["assignment"]
-        self.student_id = resources["nbgrader"]["student"]
-        self.db_url = resources["nbgrader"]["db_url"]
+        _on_kept(self, resources, self.kept, student=True)
         self.init_plugin()
-        self.gradebook = self.kept
         nb, resources = NbGraderPreprocessor.preprocess(self, nb, resources)
         submission = self.kept.find_submission(self.assignment_id, self.student_id)
         notebook = self.kept.find_submission_notebook(self.notebook_id, self.assignment_id, self.student_id)
