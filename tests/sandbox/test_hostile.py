@@ -121,6 +121,11 @@ signal.signal(signal.SIGINT, signal.SIG_IGN)
 while True:
     pass'''
 
+# One cell's limit for the class: long enough for the filler to fill its 256 MiB /tmp and for the tests right after
+# it to get their answers on a loaded machine (one CI run with 3 s took the filler's add points), short enough that
+# the loop and the sleeper are stopped soon.
+CELL_SECONDS = 6
+
 LOUD = 'print("x" * 20_000_000)\n' + ADD
 
 
@@ -145,9 +150,9 @@ def _build_class(folder: Path, released: dict[str, Path], machine: dict) -> dict
     submit("blank", json.loads(toy.read_text()))
     expected["blank"] = (0, True, "")
     submit("loop", student_notebook(toy, _answers(add="while True:\n    pass")))
-    expected["loop"] = (2, True, "cell 'add' ran past the 3 s limit")
+    expected["loop"] = (2, True, f"cell 'add' ran past the {CELL_SECONDS} s limit")
     submit("sleeper", student_notebook(toy, _answers(add="import time\ntime.sleep(10**6)")))
-    expected["sleeper"] = (2, True, "cell 'add' ran past the 3 s limit")
+    expected["sleeper"] = (2, True, f"cell 'add' ran past the {CELL_SECONDS} s limit")
     submit("stubborn", student_notebook(toy, _answers(add=STUBBORN)))
     # Ignores the interrupt: its kernel is ended by the CPU limit (graded 0: the kernel died, the cells after it did
     # not run) or, on a loaded machine where CPU time comes slower than wall time, the job by its time limit (not
@@ -245,7 +250,7 @@ def graded_class(tmp_path_factory, toy_class):
     try:
         expected = _build_class(submissions, released, machine)
         before = _snapshot(submissions)
-        done = grade_cli(submissions, "--out", out, "--jobs", "2", "--source", FIXTURE_SOURCE, "--cell-timeout", "3",
+        done = grade_cli(submissions, "--out", out, "--jobs", "2", "--source", FIXTURE_SOURCE, "--cell-timeout", str(CELL_SECONDS),
                          "--timeout", "10", "--quiet", env={"HOME": str(home)})
     finally:
         listener.close()
@@ -266,7 +271,8 @@ def test_the_class_is_graded(graded_class) -> None:
 def test_each_outcome(graded_class, student: str) -> None:
     score, graded, reason = graded_class["expected"][student]
     row = read_grades(graded_class["out"])[(student, "toy")]
-    assert (float(row["score"]), row["max_score"]) == (score, "5"), row
+    assert (float(row["score"]), row["max_score"]) == (score, "5"), f"{student}: {row['score']} of {row['max_score']}, " \
+                                                                    f"reason {row['reason']!r}"
     if graded is None:
         assert row["reason"].startswith("not graded") or "the kernel died" in row["reason"], row
         return
