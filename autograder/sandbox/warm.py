@@ -106,21 +106,36 @@ if problems:
 """
 
 
-def check_warm_start() -> None:
-    """Fork one probe from a zygote and raise `WarmStartUnavailable` (why) unless it is as isolated as a cold
-    kernel: no view of the solutions, other processes or other kernels' homes, loopback only, no capabilities
-    and no new user namespaces."""
+def check_warm_start(zygote: Zygote | None = None) -> None:
+    """Fork one probe from ``zygote`` (a run's own, which serves the run's kernels afterwards; None: one started for
+    the probe alone) and raise `WarmStartUnavailable` (why) unless it is as isolated as a cold kernel: no view of
+    the solutions, other processes or other kernels' homes, loopback only, no capabilities and no new user
+    namespaces."""
+    if zygote is not None:
+        _judge(*_tried(zygote), printed="its log: zygotes.log in the output folder's .logs")
+        return
     with tempfile.TemporaryDirectory(prefix="autograder-warm-check-") as scratch, \
             open(Path(scratch) / "zygote.log", "w+b") as log:
         zygote = Zygote((), scratch, log)
         try:
-            status, said = _probe(ZygoteClient(zygote.address))
-        except WarmStartUnavailable as error:
-            status, said = None, str(error)
+            status, said = _tried(zygote)
         finally:
             zygote.close()
         log.seek(0)
         printed = _last_line(log.read().decode(errors="replace"))
+    _judge(status, said, printed)
+
+
+def _tried(zygote: Zygote) -> tuple[int | None, str]:
+    """`_probe` through ``zygote``: its exit status (None when it could not be made) and what it found (or why)."""
+    try:
+        return _probe(ZygoteClient(zygote.address))
+    except WarmStartUnavailable as error:
+        return None, str(error)
+
+
+def _judge(status: int | None, said: str, printed: str) -> None:
+    """Raise `WarmStartUnavailable` unless the probe exited 0 (``printed``: where the zygote's own words are)."""
     if status is None:
         raise WarmStartUnavailable(f"{said} ({printed})")
     if status == LEAKS:

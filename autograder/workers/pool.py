@@ -43,17 +43,18 @@ class WorkerStartError(RuntimeError):
     """A grading worker could not start: the message says why."""
 
 
-def isolation_line(isolate: bool, warm: bool) -> Isolation:
+def isolation_line(isolate: bool, warm: bool, zygote: Zygote | None = None) -> Isolation:
     """Start one sandbox (unless ``isolate`` is off) and say how kernels will run; `SandboxUnavailable` if
-    no sandbox can be made. Then, unless ``warm`` is off, fork one warm probe (`autograder.sandbox.warm.check_warm_start`):
-    the lines, and whether kernels are forked warm (False, and why, where a warm one cannot be made)."""
+    no sandbox can be made. Then, unless ``warm`` is off, fork one warm probe (`autograder.sandbox.warm.check_warm_start`)
+    from ``zygote`` (None: from one started for it): the lines, and whether kernels are forked warm (False, and why,
+    where a warm one cannot be made)."""
     if not isolate:
         return Isolation(describe_isolation(isolate) + "\nkernels start cold: a warm start needs the sandbox", False)
     check_isolation()
     if not warm:
         return Isolation(describe_isolation(isolate) + "\n" + describe_start(False), False)
     try:
-        check_warm_start()
+        check_warm_start(zygote)
     except WarmStartUnavailable as error:
         return Isolation(f"{describe_isolation(isolate)}\nwarm start unavailable: {error}; each submission gets a "
                          "cold kernel instead (as with --cold)", False)
@@ -239,8 +240,10 @@ class Pool:
         return (self.logs / "workers.log", *(worker.log for worker in self.workers))
 
     def isolation(self, isolate: bool, warm: bool) -> Isolation:
-        """How this machine's kernels run (`isolation_line`)."""
-        return isolation_line(isolate, warm)
+        """How this machine's kernels run (`isolation_line`): the warm probe is forked from the zygote of the run's
+        first jobs, where `prepare` started zygotes (no zygote is started for it alone)."""
+        first = min(self.zygotes, key=lambda k: (k.weight, repr(k)), default=None)
+        return isolation_line(isolate, warm, None if first is None else self.zygotes[first])
 
     def describe(self) -> str:
         return f"with {len(self.workers)} jobs"

@@ -73,7 +73,7 @@ def test_a_kernel_finds_its_imports_frozen_and_shares_their_pages(seen: Seen) ->
 @pytest.mark.sandbox
 def test_the_pool_starts_one_sandbox_per_view_of_the_packages(tmp_path: Path) -> None:
     """Chapters 3 and 6 (every package, torch) get one sandbox, each set its own socket in it; chapter 1 (numpy
-    only) its own sandbox."""
+    only) its own sandbox, which also forks the run's warm probe."""
     from autograder.workers.dispatch import KernelSet
     from autograder.workers.pool import Pool
 
@@ -86,5 +86,8 @@ def test_the_pool_starts_one_sandbox_per_view_of_the_packages(tmp_path: Path) ->
         assert len(set(addresses.values())) == 3
         assert folders[sets[0]] == folders[sets[1]] != folders[sets[2]]
         assert len(set(pool.zygotes.values())) == 2
+        # The warm probe is forked from the zygote of the first jobs (the lightest set's), not from one of its own.
+        assert pool.isolation(True, True).warm
+        assert len(list(pool.zygotes[sets[2]].jobs.glob("kernel-*"))) == 1, "the probe's home, in the run's zygote"
     finally:
         pool.close()
