@@ -25,6 +25,13 @@ PENDING_NOTE = re.compile(re.escape(PENDING) + r" [^;()]* points \((?P<cells>[^;
 GRADES_COLUMNS = ("student_id", "assignment", "score", "max_score", "reason", "lms_user_id", "late")
 
 
+def tensors_cross(packages: tuple[str, ...] | None, isolate: bool) -> bool:
+    """Whether torch tensors can cross the channel of a kernel that sees ``packages`` (None: every one): torch is one
+    of them, or the kernel runs outside the sandbox (``isolate`` off), where it sees every installed package. Where
+    none can, the trusted side decodes none (`autograder.channel.session.Session`) and needs no torch."""
+    return not isolate or packages is None or "torch" in packages
+
+
 class Status(StrEnum):
     """What came of a job (`Result.status`), and whether a row of grades.csv was graded (`GradeRow.status`).
     A str: JSON and CSV hold its text."""
@@ -93,6 +100,11 @@ class Job:
     @property
     def assignment(self) -> str:
         return self.template.assignment
+
+    @property
+    def tensors(self) -> bool:
+        """Whether tensors can cross its kernel's channel (`tensors_cross`)."""
+        return tensors_cross(self.template.packages, self.isolate)
 
     def to_json(self) -> str:
         return json.dumps({"kind": "grade", **asdict(self)}, default=str)

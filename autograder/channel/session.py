@@ -43,7 +43,7 @@ from autograder.channel.wire import ChannelError, Frame, Ref, RemoteException, r
 
 
 def _import_torch() -> bool:
-    """Whether torch is available here (imported once per process: tensors may cross any channel)."""
+    """Whether torch is available here (imported once per process, for the first session whose tensors may cross)."""
     try:
         import torch  # noqa: F401
     except ImportError:
@@ -54,9 +54,11 @@ def _import_torch() -> bool:
 class Session:
     """The trusted side's dealings with one student's kernel, over one connection at a time
     (`attach`, `end`): the kernel's objects stay numbered from one connection to the next.
-    ``timeout``: seconds each answer may take."""
+    ``timeout``: seconds each answer may take; ``tensors``: whether torch tensors may cross (False for a kernel
+    that cannot import torch, `autograder.records.tensors_cross`: a tensor it sends is refused, whether or not
+    this process has torch imported, and none needs importing)."""
 
-    def __init__(self, timeout: float) -> None:
+    def __init__(self, timeout: float, tensors: bool = True) -> None:
         self.timeout = timeout
         self.deadline = float("inf")
         self.cell_seconds = float("inf")
@@ -69,7 +71,7 @@ class Session:
         self.counter = itertools.count(1)
         self.released: list[int] = []
         self.classes = StudentClasses()
-        self.torch = _import_torch()
+        self.torch = tensors and _import_torch()
         hooks: tuple = (None, None)
         self.storages = None
         if self.torch:

@@ -21,12 +21,13 @@ from autograder.grading.tasks import make_tasks
 from autograder.grading.timeline import Timeline
 from autograder.grading.templates import (Course, generate_templates, generated, keyed_templates, read_template,
                                           test_imports)
-from autograder.records import Job, Task, Template
+from autograder.records import Job, Task, Template, tensors_cross
 from autograder.reports.output_folder import OutputFolder
 from autograder.reports.state import Stored, load_state
 from autograder.sandbox.limits import Limits
 from autograder.submissions.find import Found
 from autograder.workers.dispatch import Dispatcher, Isolation, KernelSet
+from autograder.workers.forks import SESSION
 from autograder.workers.pool import Pool
 
 NOTHING_TO_GRADE = "every result is stored: no kernel is started"
@@ -119,8 +120,10 @@ def make_plan(options: Options, out: OutputFolder, course: Course, found: Mappin
 def _start(options: Options, course: Course, assignments: set[str], dispatcher: Dispatcher,
            scratch: Path) -> Mapping[KernelSet, str]:
     """Start what grading ``assignments`` needs and let it import (`Dispatcher.prepare`): the workers, with what
-    their kernels preload and their test cells import, and (warm and isolated) a warm process per set of kernels;
-    their addresses."""
+    their kernels preload and their test cells import (and the channel's torch where a kernel can import torch), and
+    (warm and isolated) a warm process per set of kernels; their addresses."""
     kernels = {course.kernels(a) for a in assignments}
-    imports = set().union(*(k.preload for k in kernels), test_imports(course.source, assignments))
+    tensors = any(tensors_cross(k.packages, options.isolate) for k in kernels)  # the channel's torch (`Job.tensors`)
+    imports = set().union(*(k.preload for k in kernels), test_imports(course.source, assignments),
+                          SESSION if tensors else ())
     return dispatcher.prepare(tuple(sorted(imports)), kernels, str(scratch), options.warm and options.isolate)

@@ -36,7 +36,7 @@ from nbclient.exceptions import DeadKernelError
 from nbclient.util import run_sync
 from nbgrader.api import Gradebook
 from nbgrader.preprocessors import Execute
-from traitlets import Dict, Instance, List, Unicode
+from traitlets import Bool, Dict, Instance, List, Unicode
 
 from autograder import measure
 
@@ -109,6 +109,8 @@ class TrustedExecute(Execute):
     hidden_key = Unicode("", help="The hand-in's key (`autograder.grading.secret`), bound in the test cells' namespace "
                                   "for `autograder.checks.hidden_seed`; '' keeps the hidden tests' fixed "
                                   "seeds.").tag(config=True)
+    tensors = Bool(True, help="Whether torch tensors can cross the channel (`autograder.records.Job.tensors`): False "
+                              "for a kernel that cannot import torch")
     warm = Instance(WarmLaunch, allow_none=True, help="The job's warm start (None: a cold kernel), handed to its "
                                                       "kernel manager")
     home = Instance(KernelHome, allow_none=True, help="How this worker reaches the sandboxed kernel's home (None: no "
@@ -135,7 +137,7 @@ class TrustedExecute(Execute):
         self.plan = known if known is not None else read_plan(info["db_url"], info["notebook"], info["assignment"])
         self.trusted = TrustedCells(self.plan.names, float(self.timeout or Limits().cell_seconds),
                                     {"__name__": "__main__", HIDDEN_KEY: self.hidden_key})
-        self.session = Session(float(self.timeout or Limits().cell_seconds))
+        self.session = Session(float(self.timeout or Limits().cell_seconds), self.tensors)
         self.serves = 0
         self.kernel_pid: int | None = None
         self.looked_for_kernel = False

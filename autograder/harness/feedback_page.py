@@ -181,6 +181,17 @@ class CompiledTemplates:
     def exporter(self) -> FeedbackExporter:
         return FeedbackExporter()
 
+    def warm(self) -> None:
+        """Render a page of one Markdown cell and one code cell with its output, and throw it away: the template is
+        compiled and what pages use loaded (pygments' IPython lexer, the Markdown renderer) before the first
+        submission's page. The process the workers are forked from (`autograder.workers.forks`) does it once for
+        all of them."""
+        code = nbformat.v4.new_code_cell("def f(x):\n    return x", execution_count=1,
+                                         outputs=[nbformat.v4.new_output("stream", name="stdout", text="warm")])
+        notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("*warm* `up`"), code],
+                                            metadata={"language_info": {"name": "python", "pygments_lexer": "ipython3"}})
+        render_feedback(notebook, "warm-up", (), self)
+
 
 def render_feedback(notebook: nbformat.NotebookNode, name: str, cells: Sequence[CellResult],
                     templates: CompiledTemplates) -> str:

@@ -205,7 +205,7 @@ def _grade(job: Job, notebooks: dict[str, bytes | None], workdir: Path, home: Pa
     config = grading_config(assignment.db_url, limits.cell_seconds, home, sockets, channel, job.hidden_key,
                             template.forbid)
     config.SandboxKernelManager.kernelspecs = str(kernelspecs)
-    executor = TrustedExecute(config=config, warm=warm, home=view)  # this job's: it keeps the job's `Spent`
+    executor = TrustedExecute(config=config, warm=warm, home=view, tensors=job.tensors)  # this job's: it keeps its `Spent`
     log = job_log()
     try:
         autograded = autograde(assignment, submitted, executor, log, workdir)

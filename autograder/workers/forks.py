@@ -5,7 +5,8 @@ the rest once instead of once per worker.
 autograder.workers.forks FD MODULES``. That process imports what every worker needs at once (nbgrader's
 converters), says so, and then, between requests, imports the rest one module at a time: what a
 grading job imports on its first run (nbclient, the trusted harness) and MODULES, what the run's kernels
-preload and its test cells import (torch, transformers' Llama: `autograder.grading.templates.test_imports`).
+preload and its test cells import (torch, transformers' Llama: `autograder.grading.templates.test_imports`), and the
+channel's torch where tensors can cross it (`SESSION`).
 Each request on FD (a SOCK_SEQPACKET socket) carries the new worker's stdin, stdout and log as SCM_RIGHTS, and
 the modules it needs (``needs``); the fork becomes a session leader with
 them as its 0, 1 and 2 and runs `autograder.workers.worker.run`, the loop of a worker started alone. Those of
@@ -15,7 +16,9 @@ start as soon as nbgrader and a first job's modules are imported, and a worker t
 forked before torch and transformers are imported (`autograder.workers.pool.Pool.run`). Each step is written to
 the process's log (`autograder.milestones`).
 
-The process runs no job, starts no thread and holds nothing a fork could share but imported modules.
+The process runs no job, starts no thread and holds nothing a fork could share but imported modules and, once what a
+first job imports is imported, a worker's `Kept` with its feedback page compiled (`_warmed`), which later forks start
+with.
 It dies with the grader (its parent-death signal, and a check of its parent every 0.2 s); each fork
 dies with it in turn (`autograder.workers.worker.run`), and it never waits for its forks (the kernel reaps
 them; the pool watches each through a pidfd).
@@ -35,10 +38,14 @@ import sys
 import threading
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from autograder.sandbox.guards import PARENT_POLL, die_with_parent
 from autograder.milestones import milestone
 from autograder.sandbox.limits import START_SECONDS
+
+if TYPE_CHECKING:
+    from autograder.harness.notebook import Kept
 
 WHO = "worker forks"  # its milestones' name
 FOLLOW_UP = 0.1  # seconds a fork waits for the next worker's request before it imports on (torch takes 2 s)
@@ -49,8 +56,8 @@ MESSAGE_BYTES = 1 << 16
 # What the first grading job of a worker imports besides nbgrader (a second of a core, once per worker).
 FIRST_JOB = ("nbclient", "jupyter_client.asynchronous", "nbconvert.exporters.html", "autograder.harness.execute",
              "autograder.harness.kernel_manager", "autograder.sandbox.zygote_client", "autograder.checks")
-# What a grading job's channel imports besides, whatever its kernels preload (`autograder.channel.session`: tensors may
-# cross any channel): a worker that only makes templates does not wait for it.
+# What a grading job's channel imports besides, where tensors can cross it (`autograder.records.Job.tensors`), whatever
+# its kernels preload: one of MODULES when some kernel of the run can import torch (`autograder.grading.plan`).
 SESSION = ("torch", "autograder.channel.tensors")
 
 
@@ -134,8 +141,9 @@ class WorkerForks:
         self.process.wait()
 
 
-def _become_worker(control: socket.socket, descriptors: list[int]) -> None:
-    """In the fork: the worker's own session and descriptors, then the worker's loop; never returns."""
+def _become_worker(control: socket.socket, descriptors: list[int], kept: Kept | None) -> None:
+    """In the fork: the worker's own session and descriptors, then the worker's loop (with ``kept``, when the feedback
+    page was compiled before this fork); never returns."""
     from autograder.workers import worker
 
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
@@ -145,9 +153,20 @@ def _become_worker(control: socket.socket, descriptors: list[int]) -> None:
         os.dup2(descriptor, target)
         os.close(descriptor)
     try:
-        worker.run()
+        worker.run(kept)
     finally:
         os._exit(0)
+
+
+def _warmed() -> Kept:
+    """What a worker keeps from job to job (`autograder.harness.notebook.Kept`), its feedback page compiled
+    (`autograder.harness.feedback_page.CompiledTemplates.warm`): every later fork starts with it."""
+    from autograder.harness.notebook import Kept
+
+    kept = Kept()
+    kept.templates.warm()
+    milestone(WHO, "compiled the feedback page")
+    return kept
 
 
 def covers(needs: Iterable[str], module: str) -> bool:
@@ -175,14 +194,18 @@ def main(argv: list[str]) -> None:
 
     worker.prepare()
     milestone(WHO, "imported nbgrader")
-    pending = list(dict.fromkeys([*FIRST_JOB, *SESSION, *filter(None, argv[1].split(","))]))
+    pending = list(dict.fromkeys([*FIRST_JOB, *filter(None, argv[1].split(","))]))
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the kernel reaps the forks
     forked = False  # just now: the pool asks for its workers one after another, and an import is not interrupted
+    kept: Kept | None = None  # made once what a first job imports is (`_warmed`), between requests
     while True:
-        wait = FOLLOW_UP if forked else 0 if pending else PARENT_POLL
+        to_warm = kept is None and not set(FIRST_JOB) & set(pending)
+        wait = FOLLOW_UP if forked else 0 if pending or to_warm else PARENT_POLL
         forked = False
         if not select.select([control], [], [], wait)[0]:
-            if pending:
+            if to_warm:
+                kept = _warmed()
+            elif pending:
                 _import(pending.pop(0))
             elif os.getppid() != parent:
                 return
@@ -200,7 +223,7 @@ def main(argv: list[str]) -> None:
         gc.freeze()
         pid = os.fork()
         if pid == 0:
-            _become_worker(control, descriptors)
+            _become_worker(control, descriptors, kept)
         forked = True
         for descriptor in descriptors:
             os.close(descriptor)

@@ -63,9 +63,12 @@ def isolation_line(isolate: bool, warm: bool, zygote: Zygote | None = None) -> I
 
 def needs_of(job: Job | GenerateJob) -> tuple[str, ...]:
     """What a worker imports before it takes ``job`` (`autograder.workers.forks`): what a first job imports (a
-    template's maker too, without torch); to grade, what the channel imports (torch) and the job's kernels preload
-    (transformers): a numpy assignment's jobs do not wait for transformers."""
-    return FIRST_JOB if isinstance(job, GenerateJob) else (*FIRST_JOB, *SESSION, *job.template.preload)
+    template's maker too); to grade, what the channel imports where tensors can cross it (torch: `Job.tensors`) and
+    what the job's kernels preload (transformers): a numpy assignment's jobs wait for neither, and the workers that
+    made the templates grade them."""
+    if isinstance(job, GenerateJob):
+        return FIRST_JOB
+    return (*FIRST_JOB, *(SESSION if job.tensors else ()), *job.template.preload)
 
 
 class Worker:

@@ -43,9 +43,10 @@ def prepare() -> None:
     import alembic.script  # noqa: F401
 
 
-def run() -> None:
+def run(kept: Kept | None = None) -> None:
     """Say ready once nbgrader is imported, then serve jobs from stdin until it closes (or the process that
-    started this one dies): a worker started alone or forked warm (`autograder.workers.forks`)."""
+    started this one dies): a worker started alone or forked warm (`autograder.workers.forks`, which may hand it
+    ``kept``, its feedback page compiled)."""
     die_with_parent()
     watch_parent()
     answers = os.fdopen(os.dup(sys.stdout.fileno()), "w")
@@ -55,7 +56,7 @@ def run() -> None:
     milestone(who, "ready")
     answers.write(json.dumps({"ready": os.getpid()}) + "\n")
     answers.flush()
-    kept = Kept()
+    kept = kept if kept is not None else Kept()
     for number, line in enumerate(sys.stdin):
         if number < FIRST_JOBS:
             milestone(who, f"job {number + 1} taken")

@@ -24,7 +24,7 @@ from autograder.channel.handles import RemoteObject
 from autograder.channel import served
 from autograder.channel.classes import RemoteError
 from autograder.channel.session import Session, wait_for_connection
-from autograder.channel.tensors import TrustedStorages, encode_plain
+from autograder.channel.tensors import SandboxStorages, TrustedStorages, encode_plain
 from tests.stand_in import StandIn
 
 STUDENT = '''
@@ -351,3 +351,30 @@ def test_a_kernel_keeps_one_server_in_the_namespace_it_serves(tmp_path) -> None:
     assert type(namespace[served.SERVER_NAME]) is served.Server
     assert not [name for name, value in vars(served).items() if isinstance(value, served.Server | type(None))
                 and not name.startswith("__")]
+
+
+@pytest.mark.parametrize("tensors", [True, False])
+def test_a_tensor_crosses_only_a_channel_whose_kernel_can_import_torch(tensors: bool) -> None:
+    # A numpy chapter's sandboxed kernel cannot import torch (`autograder.records.tensors_cross`): a tensor its
+    # channel sends is a forgery, refused whether or not the grader's process has torch imported (it has, here).
+    trusted, kernel = socket.socketpair()
+    session = Session(5, tensors=tensors)
+    session.attach(trusted)
+
+    def answer_with_a_tensor() -> None:
+        recv_frame(kernel)
+        buffers: list[bytes] = []
+        header = Codec(None, None, SandboxStorages().encode).encode([torch.ones(3)], buffers)  # the value of x
+        send_frame(kernel, Frame({"ok": header}, buffers))
+
+    thread = threading.Thread(target=answer_with_a_tensor)
+    thread.start()
+    try:
+        if tensors:
+            assert torch.equal(session.lookup(["x"])["x"], torch.ones(3))
+        else:
+            with pytest.raises(ChannelError, match="the kernel sent"):
+                session.lookup(["x"])
+    finally:
+        thread.join()
+        kernel.close()

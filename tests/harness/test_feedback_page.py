@@ -230,6 +230,19 @@ def test_one_worker_compiles_the_template_once_for_many_pages(toy: Toy) -> None:
     assert not any("return a + b" in source for source, _, _ in kept)
 
 
+def test_a_warmed_worker_renders_the_same_pages_with_its_template_already_compiled(toy: Toy) -> None:
+    # The process the workers are forked from warms one `CompiledTemplates` for them all (`autograder.workers.forks`).
+    warmed, fresh = CompiledTemplates(), CompiledTemplates()
+    warmed.warm()
+    assert "exporter" in vars(warmed) and "exporter" not in vars(fresh), "warming makes the exporter"
+    exporter, template = warmed.exporter, warmed.exporter.template
+    assert exporter.highlighted == {} and exporter.rendered == {}, "the warm-up page's cells are not kept"
+    for variant in ("reference", "failing"):
+        notebook = _autograde(toy, f"warm-{variant}", variant)
+        assert render_feedback(notebook, NAME, (), warmed) == render_feedback(notebook, NAME, (), fresh), variant
+    assert warmed.exporter.template is template, "the template warmed is the one every page uses"
+
+
 def test_generate_feedback_runs_only_the_steps_the_page_replaces() -> None:
     """nbgrader's GenerateFeedback runs GetGrades (`CellScores` does its work) and CSSHTMLHeaderPreprocessor (made
     once per worker), and no default preprocessor of nbconvert's: a new step in nbgrader must be seen here."""
