@@ -53,6 +53,7 @@ class Template:
     preload: tuple[str, ...] = ()  # modules the kernel imports before student code (`course.chapters.Chapter`)
     packages: tuple[str, ...] | None = None  # the only installed packages the kernel sees (None: every one)
     forbid: tuple[str, ...] = ()  # the chapter's rules (`autograder.sandbox.rules`): calls its kernel cannot make
+    imports: tuple[str, ...] = ()  # what its test cells import (`autograder.grading.templates.test_imports`)
 
     @property
     def gradebook(self) -> Path:
@@ -131,7 +132,8 @@ class GenerateJob:
 def _template(given: dict) -> Template:
     return Template(given["assignment"], given["key"], Path(given["folder"]), tuple(given["notebooks"]),
                     tuple(tuple(cell) for cell in given["cells"]), tuple(given["preload"]),
-                    None if given.get("packages") is None else tuple(given["packages"]), tuple(given.get("forbid", ())))
+                    None if given.get("packages") is None else tuple(given["packages"]), tuple(given.get("forbid", ())),
+                    tuple(given.get("imports", ())))
 
 
 def read_job(line: str) -> Job | GenerateJob:

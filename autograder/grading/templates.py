@@ -127,7 +127,8 @@ def keyed_templates(course: Course, cache: Path, only: set[str] | None = None) -
         kernels = course.kernels(a)
         key = hashlib.sha256(f"{FORMAT_VERSION}:{a}:{hash_folder(source / a)}:{shared.hexdigest()}:{kernels.preload}"
                              f":{kernels.packages}:{kernels.forbid}".encode()).hexdigest()
-        templates[a] = Template(a, key, cache / f"{a}-{key[:16]}", (), (), *kernels)  # notebooks, cells: read later
+        templates[a] = Template(a, key, cache / f"{a}-{key[:16]}", (), (), *kernels,  # notebooks, cells: read later
+                                imports=test_imports(source, (a,)))
     return templates
 
 

@@ -63,12 +63,13 @@ def isolation_line(isolate: bool, warm: bool, zygote: Zygote | None = None) -> I
 
 def needs_of(job: Job | GenerateJob) -> tuple[str, ...]:
     """What a worker imports before it takes ``job`` (`autograder.workers.forks`): what a first job imports (a
-    template's maker too); to grade, what the channel imports where tensors can cross it (torch: `Job.tensors`) and
-    what the job's kernels preload (transformers): a numpy assignment's jobs wait for neither, and the workers that
-    made the templates grade them."""
+    template's maker too); to grade, torch and the channel's tensors where tensors can cross it (`Job.tensors`) or
+    its test cells import torch, and what the job's kernels preload (transformers): a numpy assignment whose tests
+    use no torch waits for neither, and the workers that made the templates grade it."""
     if isinstance(job, GenerateJob):
         return FIRST_JOB
-    return (*FIRST_JOB, *(SESSION if job.tensors else ()), *job.template.preload)
+    torch = job.tensors or any(covers(("torch",), module) for module in job.template.imports)
+    return (*FIRST_JOB, *(SESSION if torch else ()), *job.template.preload)
 
 
 class Worker:

@@ -10,7 +10,7 @@ import pytest
 
 from autograder.grading.options import SOURCE, Options
 from autograder.grading.plan import _start
-from autograder.grading.templates import read_course
+from autograder.grading.templates import keyed_templates, read_course
 from autograder.records import GenerateJob, Job, Template
 from autograder.sandbox.limits import Limits
 from autograder.workers.dispatch import KernelSet
@@ -56,6 +56,9 @@ def test_needs_and_the_order_of_jobs() -> None:
         "the templates grade them")
     assert needs_of(Job(numpy_only, {}, Limits(), False)) == (*FIRST_JOB, *SESSION), (
         "outside the sandbox a kernel sees every package, torch too")
+    tested_with_torch = Template("a", "k", Path("/nowhere"), (), (), *light, imports=("math", "torch.nn.functional"))
+    assert needs_of(Job(tested_with_torch, {}, Limits(), True)) == (*FIRST_JOB, *SESSION), (
+        "a numpy assignment whose tests use torch: its worker is forked with torch, shared, not importing its own")
 
 
 def test_the_forks_import_torch_only_when_the_run_asks(tmp_path: Path) -> None:
@@ -108,3 +111,12 @@ def test_a_run_asks_its_workers_for_the_channels_torch_only_where_tensors_can_cr
     _start(options, read_course(SOURCE), assignments, dispatcher, tmp_path)
     assert set(SESSION) <= set(dispatcher.imports) if torch else not set(SESSION) & set(dispatcher.imports), (
         f"{sorted(assignments)}, isolate={isolate}: the workers were asked to import {dispatcher.imports}")
+
+
+def test_a_numpy_chapter_whose_tests_use_torch_gets_a_worker_with_torch(tmp_path: Path) -> None:
+    # Chapter 2's kernels cannot import torch, but its test cells do (an oracle): its workers are forked with torch
+    # imported once for them all. Chapter 1's tests use none: the workers that made the templates grade it.
+    templates = keyed_templates(read_course(SOURCE), tmp_path, {"01_similarity", "02_scaled_attention"})
+    needs = {a: needs_of(Job(template, {}, Limits(), True)) for a, template in templates.items()}
+    assert set(SESSION) <= set(needs["02_scaled_attention"]), needs
+    assert not set(SESSION) & set(needs["01_similarity"]), needs
