@@ -11,9 +11,10 @@ Each request on FD (a SOCK_SEQPACKET socket) carries the new worker's stdin, std
 the modules it needs (``needs``); the fork becomes a session leader with
 them as its 0, 1 and 2 and runs `autograder.workers.worker.run`, the loop of a worker started alone. Those of
 the needed modules (and their submodules) not imported yet are imported first, then the process forks; the
-answer names the modules the fork still lacks. So the pool's first workers, which make the templates and then grade,
-start as soon as nbgrader and a first job's modules are imported, and a worker that grades an assignment whose kernels preload numpy only is
-forked before torch and transformers are imported (`autograder.workers.pool.Pool.run`). Each step is written to
+answer names the modules the fork still lacks. So the pool's first workers, which make the templates, start as soon
+as nbgrader and a first job's modules are imported, and go on to grade an assignment whose kernels and tests need no
+torch; a worker for one that preloads torch only is forked before transformers is imported
+(`autograder.workers.pool.needs_of`, `autograder.workers.pool.Pool.run`). Each step is written to
 the process's log (`autograder.milestones`).
 
 The process runs no job, starts no thread and holds nothing a fork could share but imported modules and, once what a

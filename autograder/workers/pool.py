@@ -72,6 +72,11 @@ def needs_of(job: Job | GenerateJob) -> tuple[str, ...]:
     return (*FIRST_JOB, *(SESSION if torch else ()), *job.template.preload)
 
 
+def _job_order(kernels: KernelSet) -> tuple:
+    """The order of the run's kernel sets, as their jobs come (`KernelSet.weight`; ties by name, for a fixed order)."""
+    return kernels.weight, repr(kernels)
+
+
 class Worker:
     """One job slot: a persistent `autograder.workers.worker` process, replaced when it dies or overruns."""
 
@@ -225,7 +230,7 @@ class Pool:
             return {}
         # The zygotes in the order their jobs come (`KernelSet.weight`): the first jobs' zygote starts first;
         # one sandbox for the sets that see the same packages: they share one torch.
-        order = sorted(kernels, key=lambda k: (k.weight, repr(k)))
+        order = sorted(kernels, key=_job_order)
         for kernels_set in order:
             self.start_zygote(kernels_set, scratch, tuple(k for k in order if k.packages == kernels_set.packages))
         return {k: self.zygotes[k].addresses[PreloadSet(k.preload, k.forbid)] for k in order}
@@ -246,7 +251,7 @@ class Pool:
     def isolation(self, isolate: bool, warm: bool) -> Isolation:
         """How this machine's kernels run (`isolation_line`): the warm probe is forked from the zygote of the run's
         first jobs, where `prepare` started zygotes (no zygote is started for it alone)."""
-        first = min(self.zygotes, key=lambda k: (k.weight, repr(k)), default=None)
+        first = min(self.zygotes, key=_job_order, default=None)
         return isolation_line(isolate, warm, None if first is None else self.zygotes[first])
 
     def describe(self) -> str:
