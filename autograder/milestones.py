@@ -2,7 +2,9 @@
 each worker (`autograder.workers.worker`) write a line to their log (stderr) at each step of their start (nbgrader,
 torch, transformers imported, a worker forked, its first job taken and graded), with the system's monotonic
 clock, which every process of the machine shares; the run's timeline (`autograder.grading.timeline`) reads them
-back into ``DIR/.logs/run.log`` when the run ends. Only trusted processes write them: no sandboxed one's log is read.
+back into ``DIR/.logs/run.log`` when the run ends. Only trusted processes' logs are read, never a sandboxed one's;
+a worker's log also holds what it prints (an error that may quote a submission), so a forged line could add a line
+to run.log, which nothing reads back: no grade, state or output depends on it.
 
 Runs in the grader, the worker forks and the workers.
 """
