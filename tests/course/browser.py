@@ -78,6 +78,8 @@ _INSPECT = """
 })()
 """
 
+OPEN_MS = 3000  # how long a tapped sidebar may take to open
+
 # The visible toggle of a sidebar ('primary' or 'secondary'): its centre, for a tap; null if none.
 _TOGGLE = """
 (() => {
@@ -91,19 +93,24 @@ _TOGGLE = """
 })()
 """
 
-# After the tap: is the sidebar open, on screen, with links in it? (Then close it again.)
+# After the tap: is the sidebar open, on screen, with links in it? Asked on every frame until it is, for at most
+# OPEN_MS (it may slide in); then it is closed again.
 _OPENED = """
-(() => {
+(async () => {
   const dialog = document.getElementById('pst-%(side)s-sidebar-modal');
-  const inline = document.getElementById('pst-%(side)s-sidebar');
   const shown = el => {
     const box = el && el.getBoundingClientRect();
     return !!box && box.width > 100 && box.right > 0 && box.left < innerWidth
       && getComputedStyle(el).visibility !== 'hidden' && el.querySelectorAll('a').length > 0;
   };
-  const opened = (dialog && dialog.open && shown(dialog)) || false;
+  const opened = () => (dialog && dialog.open && shown(dialog)) || false;
+  const start = performance.now();
+  while (!opened() && performance.now() - start < %(wait)d) {
+    await new Promise(frame => requestAnimationFrame(frame));
+  }
+  const found = opened();
   if (dialog && dialog.open) { dialog.close(); }
-  return opened;
+  return found;
 })()
 """
 
@@ -184,8 +191,9 @@ def _tap_opens(tab: _Tab, side: str) -> bool:
     x, y = json.loads(found)
     tab.call("Input.dispatchTouchEvent", type="touchStart", touchPoints=[{"x": x, "y": y}])
     tab.call("Input.dispatchTouchEvent", type="touchEnd", touchPoints=[])
-    tab.call("Runtime.evaluate", expression="new Promise(r => setTimeout(r, 400))", awaitPromise=True)
-    return bool(tab.call("Runtime.evaluate", expression=_OPENED % {"side": side}, returnByValue=True)["result"]["value"])
+    opened = tab.call("Runtime.evaluate", expression=_OPENED % {"side": side, "wait": OPEN_MS}, awaitPromise=True,
+                      returnByValue=True)
+    return bool(opened["result"]["value"])
 
 
 def inspect_pages(site: Path, pages: list[str], width: int = 1280, height: int = 1000,
@@ -227,7 +235,8 @@ def inspect_pages(site: Path, pages: list[str], width: int = 1280, height: int =
                 tab.wait_for("Page.loadEventFired", timeout=60)
                 found = tab.call("Runtime.evaluate", expression=_INSPECT, awaitPromise=True, returnByValue=True)
                 result = json.loads(found["result"]["value"])
-                tab.call("Runtime.evaluate", expression="new Promise(r => setTimeout(r, 500))", awaitPromise=True)
+                # The fonts that laid out text (MathJax's among them) are the page's last requests.
+                tab.call("Runtime.evaluate", expression="document.fonts.ready.then(() => true)", awaitPromise=True)
                 requests = tuple(event["params"]["request"]["url"] for event in tab.events
                                  if event.get("method") == "Network.requestWillBeSent")
                 sidebars = (_tap_opens(tab, "primary"), _tap_opens(tab, "secondary")) if tap_toggles else None
