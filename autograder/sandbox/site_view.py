@@ -6,12 +6,14 @@ ImportError in the kernel of a NumPy chapter.
 
 from __future__ import annotations
 
+import csv
 import functools
 import os
 import re
 import sys
 import sysconfig
-from pathlib import Path
+from importlib.metadata import Distribution
+from pathlib import Path, PurePosixPath
 
 KERNEL_NEEDS = ("ipykernel", "numpy")  # what every kernel imports: ipykernel, and numpy for the channel
 
@@ -30,15 +32,22 @@ def _name(distribution: str) -> str:
 
 
 @functools.cache
+def _installed(site: str) -> dict[str, Distribution]:
+    """The distributions installed in the site-packages folder ``site``, by normalised name (read once: every set
+    of kernels' view starts from them)."""
+    from importlib.metadata import distributions
+
+    return {_name(found.metadata["Name"]): found for found in distributions(path=[site])}
+
+
+@functools.cache
 def shown_entries(site: str, packages: tuple[str, ...]) -> tuple[str, ...]:
     """The entries of the site-packages folder ``site`` a kernel that may import ``packages`` sees: the files and
     folders of those distributions and of every one they need, with ipykernel's (`KERNEL_NEEDS`), and the
     folder's ``.pth`` files (which add other folders of the environment, bound or not)."""
-    from importlib.metadata import distributions
-
     from packaging.requirements import Requirement
 
-    installed = {_name(found.metadata["Name"]): found for found in distributions(path=[site])}
+    installed = _installed(site)
     wanted: set[str] = set()
     pending = [*KERNEL_NEEDS, *packages]
     while pending:
@@ -50,9 +59,25 @@ def shown_entries(site: str, packages: tuple[str, ...]) -> tuple[str, ...]:
             requirement = Requirement(line)
             if requirement.marker is None or requirement.marker.evaluate({"extra": ""}):
                 pending.append(requirement.name)
-    entries = {Path(str(file)).parts[0] for name in wanted for file in installed[name].files or ()}
+    entries = set().union(*(top_entries(installed[name]) for name in wanted))
     entries = {e for e in entries if e not in ("..", "__pycache__") and (Path(site) / e).exists()}
     return tuple(sorted(entries | {path.name for path in Path(site).glob("*.pth") if _imports_shown(path, entries)}))
+
+
+def top_entries(distribution: Distribution) -> set[str]:
+    """The first part of every path ``distribution`` installed, relative to its site-packages folder: what
+    ``{PurePosixPath(f).parts[0] for f in distribution.files}`` gives, read from its RECORD without a path object
+    per file (torch's RECORD lists some 20 000: half a second of a core in each worker, for each set of kernels)."""
+    record = distribution.read_text("RECORD")
+    if not record:  # no RECORD (an egg-info's installed-files.txt or SOURCES.txt): importlib's own reading
+        return {PurePosixPath(str(file)).parts[0] for file in distribution.files or ()}
+    return {_first_part(row[0]) for row in csv.reader(record.splitlines()) if row and row[0]}
+
+
+def _first_part(path: str) -> str:
+    """``PurePosixPath(path).parts[0]``, without making the path where its first part is a plain name."""
+    head = path.split("/", 1)[0]
+    return head if head not in ("", ".") else PurePosixPath(path).parts[0]
 
 
 def _imports_shown(pth: Path, entries: set[str]) -> bool:

@@ -1,0 +1,29 @@
+"""`autograder.sandbox.site_view`: the entries of site-packages a kernel sees, read from each distribution's RECORD
+the way importlib reads its files."""
+
+from __future__ import annotations
+
+from importlib.metadata import distributions
+from pathlib import PurePosixPath
+
+import pytest
+
+from autograder.sandbox.site_view import _first_part, site_folders, top_entries
+
+
+def test_each_distribution_installed_here_has_the_entries_importlib_lists() -> None:
+    """`top_entries` reads RECORD itself (importlib makes a path object per file); for every distribution of this
+    interpreter it must name what ``Distribution.files`` names: the entries a kernel is shown come from it."""
+    found = [d for d in distributions(path=site_folders())]
+    assert len(found) > 50, "the development environment's distributions"
+    for distribution in found:
+        expected = {PurePosixPath(str(file)).parts[0] for file in distribution.files or ()}
+        assert top_entries(distribution) == expected, distribution.metadata["Name"]
+
+
+@pytest.mark.parametrize("path, first", [
+    ("torch/__init__.py", "torch"), ("six.py", "six.py"), ("./numpy/core.py", "numpy"), ("/usr/bin/x", "/"),
+    ("../../bin/jupyter", ".."), ("a//b", "a"), ("numpy-2.4.6.dist-info/RECORD", "numpy-2.4.6.dist-info"),
+])
+def test_the_first_part_of_a_recorded_path_is_pathlibs(path: str, first: str) -> None:
+    assert _first_part(path) == first == PurePosixPath(path).parts[0]
