@@ -67,7 +67,7 @@ def shown_entries(site: str, packages: tuple[str, ...]) -> tuple[str, ...]:
 def top_entries(distribution: Distribution) -> set[str]:
     """The first part of every path ``distribution`` installed, relative to its site-packages folder: what
     ``{PurePosixPath(f).parts[0] for f in distribution.files}`` gives, read from its RECORD without a path object
-    per file (torch's RECORD lists some 20 000: half a second of a core in each worker, for each set of kernels)."""
+    per file (torch's RECORD lists some 20 000 files)."""
     record = distribution.read_text("RECORD")
     if not record:  # no RECORD (an egg-info's installed-files.txt or SOURCES.txt): importlib's own reading
         return {PurePosixPath(str(file)).parts[0] for file in distribution.files or ()}

@@ -14,11 +14,14 @@ from autograder.sandbox.site_view import _first_part, site_folders, top_entries
 def test_each_distribution_installed_here_has_the_entries_importlib_lists() -> None:
     """`top_entries` reads RECORD itself (importlib makes a path object per file); for every distribution of this
     interpreter it must name what ``Distribution.files`` names: the entries a kernel is shown come from it."""
-    found = [d for d in distributions(path=site_folders())]
-    assert len(found) > 50, "the development environment's distributions"
+    found = list(distributions(path=site_folders()))
+    assert len(found) > 50, f"expected the development environment's distributions, found {len(found)}"
     for distribution in found:
         expected = {PurePosixPath(str(file)).parts[0] for file in distribution.files or ()}
-        assert top_entries(distribution) == expected, distribution.metadata["Name"]
+        got = top_entries(distribution)
+        assert got == expected, (f"top_entries({distribution.metadata['Name']}): RECORD read differently from "
+                                 f"importlib's files: only in top_entries {sorted(got - expected)}, only in "
+                                 f"Distribution.files {sorted(expected - got)}")
 
 
 @pytest.mark.parametrize("path, first", [
