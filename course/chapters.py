@@ -25,7 +25,7 @@ class Chapter:
     functions: tuple[str, ...]
     learn: str
     optional: bool = False
-    preload: tuple[str, ...] = ()  # what a grading kernel imports before student code: torch, transformers
+    preload: tuple[str, ...] = ()  # what a grading kernel imports before student code (torch): its own cells' imports
     packages: tuple[str, ...] | None = None  # the only installed packages its kernel sees (None: all of them)
     forbid: tuple[str, ...] = ()  # its rules (`autograder.sandbox.rules.RULES`): library calls its task forbids
 

@@ -26,7 +26,7 @@ from autograder.reports.output_folder import OutputFolder
 from autograder.reports.state import Stored, load_state
 from autograder.sandbox.limits import Limits
 from autograder.submissions.find import Found
-from autograder.workers.dispatch import Dispatcher, Isolation, KernelSet
+from autograder.workers.dispatch import Dispatcher, Isolation, KernelSet, grading_weight
 from autograder.workers.forks import SESSION
 from autograder.workers.pool import Pool
 
@@ -121,9 +121,14 @@ def _start(options: Options, course: Course, assignments: set[str], dispatcher: 
            scratch: Path) -> Mapping[KernelSet, str]:
     """Start what grading ``assignments`` needs and let it import (`Dispatcher.prepare`): the workers, with what
     their kernels preload and their test cells import (and the channel's torch where a kernel can import torch), and
-    (warm and isolated) a warm process per set of kernels; their addresses."""
-    kernels = {course.kernels(a) for a in assignments}
-    tensors = any(tensors_cross(k.packages, options.isolate) for k in kernels)  # the channel's torch (`Job.tensors`)
-    imports = set().union(*(k.preload for k in kernels), test_imports(course.source, assignments),
-                          SESSION if tensors else ())
-    return dispatcher.prepare(tuple(sorted(imports)), kernels, str(scratch), options.warm and options.isolate)
+    (warm and isolated) a warm process per set of kernels; their addresses. Both in the order the jobs come
+    (`grading_weight`), so that what the first jobs need is imported first."""
+    tested = {a: test_imports(course.source, (a,)) for a in assignments}
+    order = sorted(assignments, key=lambda a: (grading_weight(course.kernels(a), tested[a]), a))
+    imports: list[str] = []
+    for assignment in order:
+        kernels = course.kernels(assignment)
+        tensors = tensors_cross(kernels.packages, options.isolate)  # the channel's torch (`Job.tensors`)
+        imports += [*kernels.preload, *(SESSION if tensors else ()), *tested[assignment]]
+    return dispatcher.prepare(tuple(dict.fromkeys(imports)), tuple(dict.fromkeys(map(course.kernels, order))),
+                              str(scratch), options.warm and options.isolate)

@@ -56,7 +56,7 @@ from autograder.reports.state import Stored, load_state, save_state, stored_rows
 from autograder.sandbox.bwrap import remove_scratch
 from autograder.sandbox.probe import SandboxUnavailable
 from autograder.submissions.find import SubmissionsUnreadable, find, normal_id, select, valid_student_id
-from autograder.workers.dispatch import Dispatcher, KernelSet
+from autograder.workers.dispatch import Dispatcher, KernelSet, grading_weight
 from autograder.workers.pool import Pool, WorkerStartError
 
 
@@ -187,8 +187,9 @@ def _grade_tasks(plan: RunPlan, dispatcher: Dispatcher, scratch: Path, timeline:
             reused += 1
         else:
             to_grade.append(task)
-    # The jobs of the lightest kernels first: their zygote and workers are ready seconds before torch's.
-    to_grade.sort(key=lambda t: KernelSet.of(templates[t.assignment]).weight)
+    # The lightest assignments first: their zygote and workers are ready seconds before torch's (`grading_weight`).
+    weights = {a: grading_weight(KernelSet.of(template), template.imports) for a, template in templates.items()}
+    to_grade.sort(key=lambda t: (weights[t.assignment], t.assignment))
     jobs = [plan.job(t, scratch) for t in to_grade]
     compared = submitted_tasks(out, earlier, tasks)
     # The similarity of the class's code needs only the submitted files: it is computed while they are graded.

@@ -4,7 +4,7 @@
 Before any student code runs it makes its home a filesystem as large as the disk limit (in the sandbox:
 `autograder.sandbox.home.own_home`), sets the resource limits (address space, CPU time, file size,
 processes: `autograder.sandbox.limits.Limits`, read from the one variable ``AUTOGRADER_LIMITS``) and imports
-the modules named in ``AUTOGRADER_PRELOAD`` (comma-separated: torch, transformers; the chapter registry says
+the modules named in ``AUTOGRADER_PRELOAD`` (comma-separated, such as torch; the chapter registry says
 which). No check runs here: every test cell runs in the worker (`autograder.harness.execute`). It records when it started, when
 the imports ended and when ipykernel was ready (``AUTOGRADER_TIMES_FILE``).
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 import hashlib
 import sys
 import uuid
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from autograder.workers.dask_worker import (EnvironmentMismatch, check_worker, differences, fingerprint, grade_remote,
@@ -100,7 +100,7 @@ class ClusterPool:
         self.client, self.cold_reasons = connect(address, isolate, timeout, worker_wait)
         self.address = address
 
-    def prepare(self, imports: tuple[str, ...], kernels: Collection[KernelSet], scratch: str,
+    def prepare(self, imports: tuple[str, ...], kernels: Sequence[KernelSet], scratch: str,
                 warm: bool) -> dict[KernelSet, str]:
         """Nothing to start here: each worker starts its own warm processes (`autograder.workers.dask_worker`)."""
         return {}

@@ -7,7 +7,8 @@ Runs in the grader.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence
+import sys
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import NamedTuple, Protocol
 
 from autograder.records import Job, Result, Template
@@ -25,11 +26,15 @@ class KernelSet(NamedTuple):
     def of(cls, template: Template) -> KernelSet:
         return cls(template.preload, template.packages, template.forbid)
 
-    @property
-    def weight(self) -> tuple[int, bool]:
-        """What its warm process imports, as an order: fewer preloads first, then fewer packages seen. A run grades
-        the jobs of the lightest kernels first, whose zygote (and workers) are ready long before torch's."""
-        return len(self.preload), self.packages is None
+
+def grading_weight(kernels: KernelSet, imports: Iterable[str]) -> tuple[int, bool]:
+    """What grading an assignment imports, as an order: fewer third-party packages first (those its ``kernels``
+    preload and its test cells import, ``imports``; the standard library and the autograder aside), then fewer
+    packages its kernels see. A run grades the lightest assignments first, and its workers import in that order
+    (`autograder.grading.plan`): a numpy assignment is graded while torch imports, one on torch while transformers
+    imports."""
+    packages = {name.partition(".")[0] for name in (*kernels.preload, *imports)}
+    return len(packages - set(sys.stdlib_module_names) - {"autograder"}), kernels.packages is None
 
 
 class Isolation(NamedTuple):
@@ -42,11 +47,12 @@ class Isolation(NamedTuple):
 class Dispatcher(Protocol):
     """Grades a run's jobs: the local pool or a Dask cluster."""
 
-    def prepare(self, imports: tuple[str, ...], kernels: Collection[KernelSet], scratch: str,
+    def prepare(self, imports: tuple[str, ...], kernels: Sequence[KernelSet], scratch: str,
                 warm: bool) -> Mapping[KernelSet, str]:
         """Before the templates are made: what the jobs import (``imports``), and (``warm``: warm kernels were
-        asked for) the warm processes of ``kernels`` to start while the templates are made; returns the address
-        of each warm process started here (none where the workers start their own)."""
+        asked for) the warm processes of ``kernels`` to start while the templates are made, each in the order the
+        jobs need them; returns the address of each warm process started here (none where the workers start their
+        own)."""
         ...
 
     def isolation(self, isolate: bool, warm: bool) -> Isolation:

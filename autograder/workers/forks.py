@@ -13,7 +13,7 @@ them as its 0, 1 and 2 and runs `autograder.workers.worker.run`, the loop of a w
 the needed modules (and their submodules) not imported yet are imported first, then the process forks; the
 answer names the modules the fork still lacks. So the pool's first workers, which make the templates, start as soon
 as nbgrader and a first job's modules are imported, and go on to grade an assignment whose kernels and tests need no
-torch; a worker for one that preloads torch only is forked before transformers is imported
+torch; a worker with torch is forked once every module of the run is imported, and grades every later job
 (`autograder.workers.pool.needs_of`, `autograder.workers.pool.Pool.run`). Each step is written to
 the process's log (`autograder.milestones`).
 
@@ -176,14 +176,28 @@ def covers(needs: Iterable[str], module: str) -> bool:
 
 
 def _import(name: str) -> None:
-    """Import ``name``, which may name no module (``from x import y`` read as x.y); a forked worker that needs
-    what failed imports it again, and fails as a worker started alone would."""
+    """Import ``name``, which may name no module but a name its module holds (``from x import y`` read as x.y:
+    then x, and y from it, which a lazy module such as transformers imports only then); a forked worker that
+    needs what failed imports it again, and fails as a worker started alone would."""
     try:
         importlib.import_module(name)
     except ImportError:
-        return
+        module, _, attribute = name.rpartition(".")
+        try:
+            getattr(importlib.import_module(module), attribute)
+        except Exception:  # noqa: BLE001 - what a failed import raises is the forked worker's to meet
+            return
     if "." not in name:
         milestone(WHO, f"imported {name}")
+
+
+def _imported(name: str) -> bool:
+    """Whether ``name`` is imported already: a module, or a name an imported module holds (``from x import y``
+    read as x.y). Read from what is loaded, never by importing: a lazy module's attribute would import it."""
+    if name in sys.modules:
+        return True
+    module, _, attribute = name.rpartition(".")
+    return module in sys.modules and attribute in vars(sys.modules[module])
 
 
 def main(argv: list[str]) -> None:
@@ -218,6 +232,7 @@ def main(argv: list[str]) -> None:
         for name in [name for name in pending if covers(needs, name)]:
             pending.remove(name)
             _import(name)
+        pending = [name for name in pending if not _imported(name)]  # what the fork lacks: the pool reads it
         sys.stdout.flush()
         sys.stderr.flush()
         gc.collect()  # then out of the collector's reach: a worker's collections never copy the pages it shares

@@ -20,7 +20,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -61,20 +61,17 @@ def isolation_line(isolate: bool, warm: bool, zygote: Zygote | None = None) -> I
     return Isolation(describe_isolation(isolate) + "\n" + describe_start(True), True)
 
 
-def needs_of(job: Job | GenerateJob) -> tuple[str, ...]:
+def needs_of(job: Job | GenerateJob, run: tuple[str, ...] = ()) -> tuple[str, ...]:
     """What a worker imports before it takes ``job`` (`autograder.workers.forks`): what a first job imports (a
-    template's maker too); to grade, torch and the channel's tensors where tensors can cross it (`Job.tensors`) or
-    its test cells import torch, and what the job's kernels preload (transformers): a numpy assignment whose tests
-    use no torch waits for neither, and the workers that made the templates grade it."""
+    template's maker too); to grade, what the job's kernels preload and its test cells import, and where tensors can
+    cross its channel (`Job.tensors`) or its test cells import torch, the channel's tensors and every module of the
+    ``run`` (`Pool.prepare`): a numpy assignment whose tests use no torch waits for none of them, and the workers
+    that made the templates grade it; a worker with torch grades every later job, none waits for a new fork."""
     if isinstance(job, GenerateJob):
         return FIRST_JOB
     torch = job.tensors or any(covers(("torch",), module) for module in job.template.imports)
-    return (*FIRST_JOB, *(SESSION if torch else ()), *job.template.preload)
-
-
-def _job_order(kernels: KernelSet) -> tuple:
-    """The order of the run's kernel sets, as their jobs come (`KernelSet.weight`; ties by name, for a fixed order)."""
-    return kernels.weight, repr(kernels)
+    return tuple(dict.fromkeys((*FIRST_JOB, *job.template.preload, *job.template.imports,
+                                *((*SESSION, *run) if torch else ()))))
 
 
 class Worker:
@@ -124,9 +121,10 @@ class Worker:
             raise WorkerStartError(f"a grading worker could not start: {cause}")
         self.ready = True
 
-    def run(self, job: Job | GenerateJob, timeout: float) -> Result:
-        """Send a job; its result, or a failure when the worker died or took longer than ``timeout``."""
-        self.start(needs_of(job))
+    def run(self, job: Job | GenerateJob, timeout: float, needs: tuple[str, ...] = ()) -> Result:
+        """Send a job, once the worker has ``needs`` imported (`needs_of`); its result, or a failure when the worker
+        died or took longer than ``timeout``."""
+        self.start(needs)
         try:
             self.process.stdin.write((job.to_json() + "\n").encode())
             self.process.stdin.flush()
@@ -199,13 +197,13 @@ class Pool:
                         index = pending.get_nowait()
                     except queue.Empty:
                         return
-                    results.put((index, worker.run(jobs[index], timeout)))
+                    results.put((index, worker.run(jobs[index], timeout, needs_of(jobs[index], self.modules))))
             except BaseException as error:  # noqa: BLE001 - handed to the main thread, which raises it
                 results.put(error)
 
         self._start_forks()
         for worker, job in zip(self.workers, jobs):
-            worker.spawn(needs_of(job))  # in this thread: a worker dies with the thread that started it
+            worker.spawn(needs_of(job, self.modules))  # in this thread: a worker dies with the thread that started it
         threads = [threading.Thread(target=serve, args=(w,), daemon=True) for w in self.workers[:len(jobs)]]
         for thread in threads:
             thread.start()
@@ -216,21 +214,22 @@ class Pool:
                 raise item
             on_result(*item)
 
-    def prepare(self, imports: tuple[str, ...], kernels: Collection[KernelSet], scratch: str,
+    def prepare(self, imports: tuple[str, ...], kernels: Sequence[KernelSet], scratch: str,
                 warm: bool) -> dict[KernelSet, str]:
-        """What the run's jobs import (torch, transformers' Llama): with two workers or more, each is forked from
-        one process that imports these once (`autograder.workers.forks`); and, with ``warm``, the zygote of each of
-        ``kernels``. Each starts now, and imports while the grader makes the templates and checks the sandbox (the
-        only worker of one ``--jobs`` too). Call it before the first `run`; returns the zygotes' addresses."""
+        """What the run's jobs import (torch, transformers' Llama), in the order they need it: with two workers or
+        more, each is forked from one process that imports these once (`autograder.workers.forks`); and, with
+        ``warm``, the zygote of each of ``kernels``, in the order their jobs come. Each starts now, and imports
+        while the grader makes the templates and checks the sandbox (the only worker of one ``--jobs`` too). Call it
+        before the first `run`; returns the zygotes' addresses."""
         self.modules = imports
         self._start_forks()  # first: a zygote's command takes a while to make (`autograder.sandbox.site_view`)
         if self.forks is None:
             self.workers[0].spawn()  # not waited for: it imports while the templates are made and the sandbox checked
         if not warm:
             return {}
-        # The zygotes in the order their jobs come (`KernelSet.weight`): the first jobs' zygote starts first;
+        # The zygotes in the order their jobs come (``kernels``' order): the first jobs' zygote starts first;
         # one sandbox for the sets that see the same packages: they share one torch.
-        order = sorted(kernels, key=_job_order)
+        order = tuple(kernels)
         for kernels_set in order:
             self.start_zygote(kernels_set, scratch, tuple(k for k in order if k.packages == kernels_set.packages))
         return {k: self.zygotes[k].addresses[PreloadSet(k.preload, k.forbid)] for k in order}
@@ -251,7 +250,7 @@ class Pool:
     def isolation(self, isolate: bool, warm: bool) -> Isolation:
         """How this machine's kernels run (`isolation_line`): the warm probe is forked from the zygote of the run's
         first jobs, where `prepare` started zygotes (no zygote is started for it alone)."""
-        first = min(self.zygotes, key=_job_order, default=None)
+        first = next(iter(self.zygotes), None)  # started first, for the first jobs (`prepare`)
         return isolation_line(isolate, warm, None if first is None else self.zygotes[first])
 
     def describe(self) -> str:

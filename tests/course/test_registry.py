@@ -41,7 +41,7 @@ def test_each_chapter_has_its_files(chapter) -> None:
 
 
 @pytest.mark.parametrize("chapter", chapters(), ids=lambda c: c.slug)
-def test_each_chapter_preloads_the_libraries_its_notebook_imports(chapter) -> None:
+def test_each_chapter_preloads_exactly_the_libraries_its_kernel_imports(chapter) -> None:
     # Test cells run in the grader, not in the kernel: only the cells the kernel runs count.
     imports = {module for module in ("torch", "transformers") for meta, source in code_cells(chapter.solution)
                if not (meta.get("grade") and not meta.get("solution"))
@@ -50,6 +50,10 @@ def test_each_chapter_preloads_the_libraries_its_notebook_imports(chapter) -> No
         f"{chapter.slug}'s own cells import {sorted(imports)} but the registry preloads "
         f"{list(chapter.preload)}: add them to its `preload` in course/chapters.yml, or the checks may capture "
         "functions a student replaced")
+    assert set(chapter.preload) <= imports, (
+        f"{chapter.slug}'s registry entry preloads {sorted(set(chapter.preload) - imports)}, which none of the "
+        "cells its kernel runs imports (its test cells run in the grader): every warm run's zygote would import "
+        "it for nothing. Take it out of its `preload` in course/chapters.yml")
     assert chapter.packages is None or imports <= set(chapter.packages), (
         f"{chapter.slug}'s own cells import {sorted(imports)}, which its kernel cannot see (`packages` in "
         "course/chapters.yml)")

@@ -77,17 +77,18 @@ def test_the_pool_starts_one_sandbox_per_view_of_the_packages(tmp_path: Path) ->
     from autograder.workers.dispatch import KernelSet
     from autograder.workers.pool import Pool
 
-    sets = [KernelSet(("torch",), None, ("fused_attention",)), KernelSet(("torch", "transformers"), None, ()),
-            KernelSet((), ("numpy",), ())]
+    ruled, free = KernelSet(("torch",), None, ("fused_attention",)), KernelSet(("torch", "transformers"), None, ())
+    numpy = KernelSet((), ("numpy",), ())
     pool = Pool(2, tmp_path / "logs")
     try:
-        addresses = pool.prepare((), sets, str(tmp_path), True)
+        addresses = pool.prepare((), (numpy, ruled, free), str(tmp_path), True)  # in the order their jobs come
         folders = {kernels: Path(address).parent for kernels, address in addresses.items()}
         assert len(set(addresses.values())) == 3
-        assert folders[sets[0]] == folders[sets[1]] != folders[sets[2]]
+        assert folders[ruled] == folders[free] != folders[numpy]
         assert len(set(pool.zygotes.values())) == 2
-        # The warm probe is forked from the zygote of the first jobs (the lightest set's), not from one of its own.
+        # The warm probe is forked from the zygote of the first jobs (the numpy set's), not from one of its own.
         assert pool.isolation(True, True).warm
-        assert len(list(pool.zygotes[sets[2]].jobs.glob("kernel-*"))) == 1, "the probe's home, in the run's zygote"
+        assert len(list(pool.zygotes[numpy].jobs.glob("kernel-*"))) == 1, "the probe's home, in the run's zygote"
+        assert not list(pool.zygotes[ruled].jobs.glob("kernel-*")), "no probe in a later jobs' zygote"
     finally:
         pool.close()

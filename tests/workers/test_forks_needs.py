@@ -13,7 +13,7 @@ from autograder.grading.plan import _start
 from autograder.grading.templates import keyed_templates, read_course
 from autograder.records import GenerateJob, Job, Template
 from autograder.sandbox.limits import Limits
-from autograder.workers.dispatch import KernelSet
+from autograder.workers.dispatch import KernelSet, grading_weight
 from autograder.workers.forks import FIRST_JOB, SESSION, covers
 from autograder.workers.pool import Pool, needs_of
 
@@ -21,18 +21,18 @@ from autograder.workers.pool import Pool, needs_of
 def test_a_fork_waits_for_what_it_needs_only(tmp_path: Path) -> None:
     pool = Pool(2, tmp_path / "logs")
     try:
-        # Asked at once, while the forks import nbgrader: "xml" is imported before the fork, "decimal" is not yet.
-        pool.prepare(("decimal", "xml.dom.minidom"), (), str(tmp_path), warm=False)
+        # Asked at once, while the forks import nbgrader: "xml" is imported before the fork, "mailbox" is not yet.
+        pool.prepare(("mailbox", "xml.dom.minidom"), (), str(tmp_path), warm=False)
         worker = pool.workers[0]
         worker.start(("xml",))
         first = worker.process
         assert "xml.dom.minidom" not in first.missing, "a fork waits for the modules (and submodules) it needs"
-        assert "decimal" in first.missing and set(FIRST_JOB) <= first.missing, (
+        assert "mailbox" in first.missing and "autograder.checks" in first.missing, (
             f"a fork does not wait for what it does not need: it lacked {sorted(first.missing)}")
         worker.start(("xml",))
         assert worker.process is first, "a worker that has what the next job needs is kept"
-        worker.start(("decimal",))
-        assert worker.process is not first and "decimal" not in worker.process.missing, (
+        worker.start(("mailbox",))
+        assert worker.process is not first and "mailbox" not in worker.process.missing, (
             "a worker forked without what the next job needs is replaced by a fork that has it")
         assert first.poll() is not None, "the replaced worker is stopped"
     finally:
@@ -42,12 +42,14 @@ def test_a_fork_waits_for_what_it_needs_only(tmp_path: Path) -> None:
 def test_needs_and_the_order_of_jobs() -> None:
     assert covers(("torch",), "torch.nn.functional") and covers(("torch",), "torch")
     assert not covers(("torch",), "torchvision"), "a module's name is matched whole, not by its prefix"
-    light, torch, both = KernelSet((), ("numpy",), ()), KernelSet(("torch",), None, ()), KernelSet(
-        ("torch", "transformers"), None, ())
-    assert sorted([both, torch, light], key=lambda k: k.weight) == [light, torch, both], (
-        "the jobs of kernels that preload least go first: their zygote is ready before torch's")
+    light, torch = KernelSet((), ("numpy",), ()), KernelSet(("torch",), None, ())
+    oracle = ("math", "transformers", "transformers.models.llama.modeling_llama")
+    weights = {"light": grading_weight(light, ("math", "autograder.checks.call")), "torch": grading_weight(torch, ()),
+               "oracle": grading_weight(torch, oracle)}
+    assert sorted(weights, key=weights.get) == ["light", "torch", "oracle"], (
+        f"the lightest assignments go first, the standard library and the autograder aside: {weights}")
     template = Template("a", "k", Path("/nowhere"), (), (), *torch)
-    assert needs_of(Job(template, {}, Limits(), True)) == (*FIRST_JOB, *SESSION, "torch")
+    assert needs_of(Job(template, {}, Limits(), True)) == (*FIRST_JOB, *SESSION)
     assert needs_of(GenerateJob(template, "/", "source")) == FIRST_JOB, (
         "a worker that makes a template is forked ready to grade the lightest jobs next")
     numpy_only = Template("a", "k", Path("/nowhere"), (), (), *light)
@@ -57,8 +59,36 @@ def test_needs_and_the_order_of_jobs() -> None:
     assert needs_of(Job(numpy_only, {}, Limits(), False)) == (*FIRST_JOB, *SESSION), (
         "outside the sandbox a kernel sees every package, torch too")
     tested_with_torch = Template("a", "k", Path("/nowhere"), (), (), *light, imports=("math", "torch.nn.functional"))
-    assert needs_of(Job(tested_with_torch, {}, Limits(), True)) == (*FIRST_JOB, *SESSION), (
+    assert set(needs_of(Job(tested_with_torch, {}, Limits(), True))) == {*FIRST_JOB, *SESSION, "math",
+                                                                          "torch.nn.functional"}, (
         "a numpy assignment whose tests use torch: its worker is forked with torch, shared, not importing its own")
+    tested_with_oracle = Template("a", "k", Path("/nowhere"), (), (), *torch, imports=oracle)
+    assert set(oracle) <= set(needs_of(Job(tested_with_oracle, {}, Limits(), True))), (
+        "a worker waits for what its job's test cells import (transformers' oracle), which its kernels need not "
+        "preload: imported once in the forks, not once per worker")
+    run = ("math", "torch", "transformers.models.llama.modeling_llama")
+    assert set(run) <= set(needs_of(Job(template, {}, Limits(), True), run)), (
+        "a worker with torch is forked with every module of the run: it grades the later jobs (transformers' "
+        "oracles) without a new fork")
+    assert needs_of(Job(numpy_only, {}, Limits(), True), run) == FIRST_JOB, (
+        "a numpy job waits for none of the run's torch modules: the workers that made the templates grade it")
+
+
+def test_a_fork_lacks_only_what_is_not_imported(tmp_path: Path) -> None:
+    # "math" and "json.dumps" (``from json import dumps``) are imported with nbgrader before the first fork: a
+    # worker forked then does not lack them, and is kept for a job whose tests import them (chapter 1's).
+    pool = Pool(2, tmp_path / "logs")
+    try:
+        pool.prepare(("math", "json.dumps", "mailbox"), (), str(tmp_path), warm=False)
+        worker = pool.workers[0]
+        worker.start(FIRST_JOB)
+        first = worker.process
+        assert {"math", "json.dumps"}.isdisjoint(first.missing) and "mailbox" in first.missing, (
+            f"the fork says it lacks {sorted(first.missing)}")
+        worker.start((*FIRST_JOB, "math", "json.dumps"))
+        assert worker.process is first, "a worker that lacks nothing the next job needs is kept"
+    finally:
+        pool.close()
 
 
 def test_the_forks_import_torch_only_when_the_run_asks(tmp_path: Path) -> None:
@@ -66,9 +96,9 @@ def test_the_forks_import_torch_only_when_the_run_asks(tmp_path: Path) -> None:
     # forks never import it, and a fork made with everything asked for lacks nothing.
     pool = Pool(2, tmp_path / "logs")
     try:
-        pool.prepare(("decimal",), (), str(tmp_path), warm=False)
+        pool.prepare(("mailbox",), (), str(tmp_path), warm=False)
         worker = pool.workers[0]
-        worker.start((*FIRST_JOB, "decimal"))
+        worker.start((*FIRST_JOB, "mailbox"))
         assert worker.process.missing == frozenset(), f"left to import: {sorted(worker.process.missing)}"
     finally:
         pool.close()
@@ -93,9 +123,10 @@ class _Recorded:
 
     def __init__(self) -> None:
         self.imports: tuple[str, ...] = ()
+        self.kernels: tuple[KernelSet, ...] = ()
 
     def prepare(self, imports, kernels, scratch, warm):  # noqa: ANN001, ANN201 - `Dispatcher.prepare`
-        self.imports = imports
+        self.imports, self.kernels = imports, tuple(kernels)
         return {}
 
 
@@ -120,3 +151,17 @@ def test_a_numpy_chapter_whose_tests_use_torch_gets_a_worker_with_torch(tmp_path
     needs = {a: needs_of(Job(template, {}, Limits(), True)) for a, template in templates.items()}
     assert set(SESSION) <= set(needs["02_scaled_attention"]), needs
     assert not set(SESSION) & set(needs["01_similarity"]), needs
+
+
+def test_a_run_imports_in_the_order_its_jobs_come(tmp_path: Path) -> None:
+    # Chapter 1's tests import nothing heavy, chapter 3's torch, chapter 6's transformers' Llama too (an oracle its
+    # kernels never import): the workers import torch before transformers, and the zygotes start in that order.
+    dispatcher = _Recorded()
+    course = read_course(SOURCE)
+    _start(Options(tmp_path / "in", tmp_path / "out", 2), course, {"06_rope", "01_similarity", "03_multi_head"},
+           dispatcher, tmp_path)
+    position = {name: index for index, name in enumerate(dispatcher.imports)}
+    assert position["torch"] < position["transformers.models.llama.modeling_llama"], dispatcher.imports
+    assert dispatcher.kernels == tuple(course.kernels(a) for a in ("01_similarity", "03_multi_head", "06_rope")), (
+        f"the zygotes start in the order their jobs come: {dispatcher.kernels}")
+    assert "transformers" not in course.kernels("06_rope").preload, "chapter 6's kernels import no transformers"
