@@ -1,5 +1,6 @@
-"""The class report (`report.html`): one self-contained page with figures embedded as base64 PNGs, rendered
-from the Jinja2 template `autograder/reports/templates/report.html` with autoescaping.
+"""The class report (`report.html`): one self-contained page with its charts inline (SVG,
+`autograder.reports.charts`), rendered from the Jinja2 template `autograder/reports/templates/report.html` with
+autoescaping.
 
 It shows the score distribution of each assignment, the pass rate of each test (and how many did not
 attempt it), the failure messages that came back most often (which misconception hit the class; what
@@ -10,8 +11,6 @@ what failed), then which students' code is similar (`autograder.reports.similari
 
 from __future__ import annotations
 
-import base64
-import io
 import re
 from collections import Counter
 from dataclasses import dataclass
@@ -19,7 +18,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from urllib.parse import quote
 
+from markupsafe import Markup
+
 from autograder.records import CellResult, GradeRow, Template
+from autograder.reports.charts import pass_rate_chart, score_histogram
 from autograder.reports.similarity import Similarity
 
 SHOWN_PAIRS = 50  # pairs shown side by side in the report; similarity.csv lists them all
@@ -40,7 +42,7 @@ class AssignmentSummary:
     mean: float
     median: float
     max_score: float
-    figure: str  # the pass-rate figure, base64 PNG
+    figure: Markup  # the pass-rate chart, inline SVG (`autograder.reports.charts`)
     rates: tuple[tuple[str, int, int, int], ...]  # per test: (grade_id, passed, graded, not attempted)
 
 
@@ -65,16 +67,6 @@ class StudentLine:
     assignments: dict[str, StudentCell]  # assignment -> its cell
 
 
-def _png(figure) -> str:
-    """The figure as base64 PNG data (closed afterwards)."""
-    import matplotlib.pyplot as plt
-
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=90, bbox_inches="tight")
-    plt.close(figure)
-    return base64.b64encode(buffer.getvalue()).decode()
-
-
 def failure_summary(message: str) -> str:
     """The part of a failure message that names the mistake: the misconception line, else the first line
     (an untouched solution stub counts as not attempted)."""
@@ -88,37 +80,16 @@ def failure_summary(message: str) -> str:
     return ADDRESS.sub("0x...", lines[0][:200]) if lines else "(no message)"
 
 
-def _distribution(rows: list[GradeRow], assignments: list[str], templates: dict[str, Template]) -> str:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from matplotlib.ticker import MaxNLocator
-
-    figure, axes = plt.subplots(1, len(assignments), figsize=(4 * len(assignments), 3), squeeze=False,
-                                layout="constrained")
-    for axis, assignment in zip(axes[0], assignments):
-        mine = [r for r in rows if r.assignment == assignment]
-        graded = [r.score for r in mine if r.graded]
-        not_graded = [r.score for r in mine if not r.graded]
-        top = templates[assignment].max_score
-        axis.hist([graded, not_graded], bins=[x - 0.5 for x in range(int(top) + 2)], stacked=True,
-                  color=["#4c72b0", "#bbbbbb"], edgecolor="white", label=["graded", "not graded"])
-        axis.set_title(assignment)
-        axis.set_xlabel(f"score (of {top:g})")
-        axis.set_ylabel("students")
-        axis.xaxis.set_major_locator(MaxNLocator(integer=True))
-        axis.yaxis.set_major_locator(MaxNLocator(integer=True))
-    axes[0][0].legend(loc="upper center")
-    return _png(figure)
+def _distribution(rows: list[GradeRow], assignments: list[str], templates: dict[str, Template]) -> list[Markup]:
+    """Each assignment's score histogram (`autograder.reports.charts.score_histogram`)."""
+    return [score_histogram(assignment, [r.score for r in rows if r.assignment == assignment and r.graded],
+                            [r.score for r in rows if r.assignment == assignment and not r.graded],
+                            templates[assignment].max_score) for assignment in assignments]
 
 
 def _pass_rates(rows: list[GradeRow], assignment: str,
-                template: Template) -> tuple[str, list[tuple[str, int, int, int]]]:
-    """The pass-rate figure, and per test (grade_id, passed, graded, not attempted)."""
-    import matplotlib.pyplot as plt
-
+                template: Template) -> tuple[Markup, list[tuple[str, int, int, int]]]:
+    """The pass-rate chart, and per test (grade_id, passed, graded, not attempted)."""
     graded = [r for r in rows if r.assignment == assignment and r.graded]
     rates = []
     for notebook, grade_id, _ in template.cells:
@@ -127,14 +98,7 @@ def _pass_rates(rows: list[GradeRow], assignment: str,
         skipped = sum(not_attempted(c) for row in graded for c in row.cells
                       if c.grade_id == grade_id and c.notebook == notebook and not c.passed)
         rates.append((grade_id, sum(outcomes), len(outcomes), skipped))
-    figure, axis = plt.subplots(figsize=(7, 0.3 * len(rates) + 1), layout="constrained")
-    names = [name for name, _, _, _ in rates][::-1]
-    values = [100 * passed / total if total else 0 for _, passed, total, _ in rates][::-1]
-    axis.barh(names, values, color="#55a868")
-    axis.set_xlim(0, 100)
-    axis.set_xlabel("students who passed (%)")
-    axis.set_title(f"{assignment}: pass rate per test ({len(graded)} graded)")
-    return _png(figure), rates
+    return pass_rate_chart(assignment, rates, len(graded)), rates
 
 
 def _assignment_rows(rows: list[GradeRow], assignments: list[str],
@@ -200,7 +164,7 @@ def render_report(rows: list[GradeRow], templates: dict[str, Template], similari
         students=len({r.student_id for r in rows}), submissions=len(rows),
         failed=[r for r in rows if not r.graded],
         generated=f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M}",
-        distribution=_distribution(rows, assignments, templates) if assignments else "",
+        distribution=_distribution(rows, assignments, templates),
         assignments=_assignment_rows(rows, assignments, templates), failures=failures(rows),
         assignment_names=assignments, student_rows=student_table(rows, assignments, templates),
         names=any(r.lms_name for r in rows),
