@@ -176,17 +176,12 @@ def covers(needs: Iterable[str], module: str) -> bool:
 
 
 def _import(name: str) -> None:
-    """Import ``name``, which may name no module but a name its module holds (``from x import y`` read as x.y:
-    then x, and y from it, which a lazy module such as transformers imports only then); a forked worker that
-    needs what failed imports it again, and fails as a worker started alone would."""
+    """Import ``name``, which may name no module (``from x import y`` read as x.y); a forked worker that needs
+    what failed imports it again, and fails as a worker started alone would."""
     try:
         importlib.import_module(name)
     except ImportError:
-        module, _, attribute = name.rpartition(".")
-        try:
-            getattr(importlib.import_module(module), attribute)
-        except Exception:  # noqa: BLE001 - what a failed import raises is the forked worker's to meet
-            return
+        return
     if "." not in name:
         milestone(WHO, f"imported {name}")
 
