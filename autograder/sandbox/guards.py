@@ -5,7 +5,7 @@ without following its links.
   when its parent dies (``PR_SET_PDEATHSIG``), and `watch_parent` checks once more every
   `PARENT_POLL` seconds (the signal follows the parent *thread* that started the process, the check
   the parent process). With bwrap's ``--die-with-parent`` and its pid namespace, a grader killed with
-  ``kill -9`` takes its workers, sandboxes and kernels with it within a second.
+  ``kill -9`` kills its workers, sandboxes and kernels within a second (each leaves once a core runs its exit).
 - `read_kernel_file` reads a file the kernel wrote without following a link or blocking on a FIFO.
 - `kill_group` SIGKILLs a process started in a session of its own (a worker, a kernel, a Dask
   process) with everything it started.

@@ -148,6 +148,22 @@ def _kernel_runs_in(line: str) -> bool:
     return "autograder.sandbox.kernel" in line or re.fullmatch(r"ag[0-9a-f]{12}", name) is not None
 
 
+def _not_killed(processes: list[str]) -> list[str]:
+    """Those of ``processes`` (`_processes`' lines) that run on: neither gone, a zombie nor with SIGKILL pending
+    (a killed process is listed until a core runs its exit), each with its state, parent and pending signals."""
+    running = []
+    for line in processes:
+        try:
+            status = dict(row.split(":\t", 1) for row in
+                          Path(f"/proc/{line.split(':')[0]}/status").read_text().splitlines() if ":\t" in row)
+        except OSError:
+            continue
+        pending = int(status["SigPnd"], 16) | int(status["ShdPnd"], 16)
+        if status["State"][0] not in "ZX" and not pending & 1 << (signal.SIGKILL - 1):
+            running.append(f"{line} (state {status['State']}, parent {status['PPid']}, pending {pending:#x})")
+    return running
+
+
 def _kernel_runs(marker: str) -> bool:
     """Whether a kernel of the run whose TMPDIR is ``marker`` runs."""
     return any(_kernel_runs_in(line) for line in _processes(marker))
@@ -218,6 +234,10 @@ def test_workers_and_kernels_die_with_the_grader(graded, jobs: int) -> None:
     process.kill()
     process.wait()
     deadline = time.monotonic() + 1.0
-    while _processes(str(tmp)) and time.monotonic() < deadline:
+    while (running := _not_killed(_processes(str(tmp)))) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert _processes(str(tmp)) == [], "still running a second after the grader was killed"
+    assert running == [], "still running, and not killed, a second after the grader was killed"
+    deadline = time.monotonic() + 30  # a killed process leaves once a core runs its exit (CI's 2 are busy)
+    while (left := _processes(str(tmp))) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert left == [], "killed, but still there 30 s later"
