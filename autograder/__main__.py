@@ -15,24 +15,16 @@ from dataclasses import replace
 from importlib import metadata
 from pathlib import Path
 
-from autograder.formats import skip_unchecked_formats
-
-skip_unchecked_formats()  # the grader imports nbformat (through nbgrader's gradebook) on the way
-
-from autograder.lms import canvas_feedback  # noqa: E402
-
-from autograder.grading import collect  # noqa: E402
-
-from autograder.lms import export  # noqa: E402
-
-from autograder.submissions import student_tree  # noqa: E402
-from autograder.sandbox.limits import Limits  # noqa: E402
-from autograder.grading.options import SOURCE, Options  # noqa: E402
-from autograder.grading.release import release  # noqa: E402
-from autograder.submissions.find import STAGING_BYTES  # noqa: E402
-from autograder.reports.similarity import DEFAULT_THRESHOLD  # noqa: E402
-from course import EXERCISES, ROOT, SOLUTIONS  # noqa: E402
-from course.chapters import slugs  # noqa: E402
+from autograder.grading import collect
+from autograder.grading.options import SOURCE, Options
+from autograder.grading.release import release
+from autograder.lms import canvas_feedback, export
+from autograder.reports.similarity import DEFAULT_THRESHOLD
+from autograder.sandbox.limits import Limits
+from autograder.submissions import student_tree
+from autograder.submissions.find import STAGING_BYTES
+from course import EXERCISES, ROOT, SOLUTIONS
+from course.chapters import slugs
 
 USAGE_ERROR = 2
 DEFAULT = Limits()  # the defaults of every limit option below

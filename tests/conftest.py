@@ -8,13 +8,9 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from autograder.formats import skip_unchecked_formats
-
 # Test cells run here and the student's code in another process, each waiting on the other: OpenMP threads
 # that spin while they wait would take the cores from the process that works (as autograder.workers.pool does).
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-# No test validates the string format whose grammars would cost every test process 2.6 s of its collection.
-skip_unchecked_formats()
 
 import pytest  # noqa: E402
 

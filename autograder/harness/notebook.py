@@ -39,25 +39,21 @@ import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder.formats import skip_unchecked_formats
-
-skip_unchecked_formats()  # before nbformat: `autograder.formats`
-
-import nbformat  # noqa: E402
+import nbformat
 
 from autograder.harness.autograde import Assignment, Assignments, autograde, preprocessor_config, \
-    read_scores  # noqa: E402
-from autograder.harness.execute import TrustedExecute  # noqa: E402
-from autograder.harness.feedback import MESSAGE_LIMIT, incidents, sanitize_for_feedback, shorten  # noqa: E402
-from autograder.harness.feedback_page import CompiledTemplates, feedback_pages  # noqa: E402
-from autograder.harness.nbgrader_course import generate_assignment, job_log, logged  # noqa: E402
-from autograder.harness.timings import JobClock, job_timings, read_kernel_times  # noqa: E402
-from autograder.records import GenerateJob, Job, Result  # noqa: E402
-from autograder.sandbox.bwrap import (KERNEL_NAME, Channel, environment, kernel_argv, new_channel,  # noqa: E402
+    read_scores
+from autograder.harness.execute import TrustedExecute
+from autograder.harness.feedback import MESSAGE_LIMIT, incidents, sanitize_for_feedback, shorten
+from autograder.harness.feedback_page import CompiledTemplates, feedback_pages
+from autograder.harness.nbgrader_course import generate_assignment, job_log, logged
+from autograder.harness.timings import JobClock, job_timings, read_kernel_times
+from autograder.records import GenerateJob, Job, Result
+from autograder.sandbox.bwrap import (KERNEL_NAME, Channel, environment, kernel_argv, new_channel,
                                       prepare_home, socket_link, write_kernelspec)
-from autograder.sandbox.home import KernelHome, inode_count  # noqa: E402
-from autograder.sandbox.limits import START_SECONDS  # noqa: E402
-from autograder.sandbox.zygote_client import WarmLaunch, WarmStartUnavailable, ZygoteClient, ZygoteClients  # noqa: E402
+from autograder.sandbox.home import KernelHome, inode_count
+from autograder.sandbox.limits import START_SECONDS
+from autograder.sandbox.zygote_client import WarmLaunch, WarmStartUnavailable, ZygoteClient, ZygoteClients
 
 
 def grading_config(db_url: str, cell_timeout: int, home: Path, sockets: Path, channel: Channel,

@@ -1,0 +1,34 @@
+"""What the grader and each worker import before their first job builds no parser it never uses.
+
+jsonschema 4.25 and later, when rfc3987-syntax is installed (jupyter-events' ``format-nongpl`` extra pulls it in),
+compile that package's Earley grammar for the ``iri`` format as nbformat imports them: about 1.5 CPU-s in the grader
+and again in the worker forks, on the path to the first verdict. requirements.txt pins the last jsonschema that leaves
+it out; this test fails where a newer one comes back.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from course import ROOT
+
+# What the grader (nbgrader's API: the gradebooks) and a worker (`autograder.workers.worker.prepare`) import first.
+STARTUP = "import nbgrader.api, nbgrader.converters, alembic.script"
+PARSERS = ("rfc3987_syntax", "lark")
+
+
+def test_nbgraders_imports_compile_no_grammar() -> None:
+    probe = f"import sys; {STARTUP}; print(','.join(m for m in {PARSERS!r} if m in sys.modules))"
+    done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    loaded = done.stdout.strip()
+    assert not loaded, (
+        f"`{STARTUP}` loaded {loaded}: jsonschema compiles rfc3987-syntax's grammar at import when both are "
+        f"installed (jsonschema {_version('jsonschema')}); pin jsonschema to 4.24.1 as requirements.txt says")
+
+
+def _version(package: str) -> str:
+    from importlib.metadata import version
+
+    return version(package)
