@@ -12,14 +12,15 @@ the modules it needs (``needs``); the fork becomes a session leader with
 them as its 0, 1 and 2 and runs `autograder.workers.worker.run`, the loop of a worker started alone. Those of
 the needed modules (and their submodules) not imported yet are imported first, then the process forks; the
 answer names the modules the fork still lacks. So the pool's first workers, which make the templates, start as soon
-as nbgrader and a first job's modules are imported, and go on to grade an assignment whose kernels and tests need no
-torch; a worker with torch is forked once every module of the run is imported, and grades every later job
-(`autograder.workers.pool.needs_of`, `autograder.workers.pool.Pool.run`). Each step is written to
-the process's log (`autograder.milestones`).
+as nbgrader and a first job's modules are imported and the feedback page is compiled, and go on to grade an
+assignment whose kernels and tests need no torch; a worker with torch is forked once every module of the run is
+imported, and grades every later job (`autograder.workers.pool.needs_of`, `autograder.workers.pool.Pool.run`). Each
+step is written to the process's log (`autograder.milestones`).
 
 The process runs no job, starts no thread and holds nothing a fork could share but imported modules and, once what a
-first job imports is imported, a worker's `Kept` with its feedback page compiled (`_warmed`), which later forks start
-with.
+first job imports is imported, a worker's `Kept` with its feedback page compiled (`_warmed`), made before the first
+fork: every worker starts with it, the first ones too, which make the templates and then grade without compiling it
+each.
 It dies with the grader (its parent-death signal, and a check of its parent every 0.2 s); each fork
 dies with it in turn (`autograder.workers.worker.run`), and it never waits for its forks (the kernel reaps
 them; the pool watches each through a pidfd).
@@ -161,7 +162,7 @@ def _become_worker(control: socket.socket, descriptors: list[int], kept: Kept | 
 
 def _warmed() -> Kept:
     """What a worker keeps from job to job (`autograder.harness.notebook.Kept`), its feedback page compiled
-    (`autograder.harness.feedback_page.CompiledTemplates.warm`): every later fork starts with it."""
+    (`autograder.harness.feedback_page.CompiledTemplates.warm`): every fork starts with it."""
     from autograder.harness.notebook import Kept
 
     kept = Kept()
@@ -207,7 +208,7 @@ def main(argv: list[str]) -> None:
     pending = list(dict.fromkeys([*FIRST_JOB, *filter(None, argv[1].split(","))]))
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the kernel reaps the forks
     forked = False  # just now: the pool asks for its workers one after another, and an import is not interrupted
-    kept: Kept | None = None  # made once what a first job imports is (`_warmed`), between requests
+    kept: Kept | None = None  # made once what a first job imports is (`_warmed`), before a fork or between requests
     while True:
         to_warm = kept is None and not set(FIRST_JOB) & set(pending)
         wait = FOLLOW_UP if forked else 0 if pending or to_warm else PARENT_POLL
@@ -228,6 +229,8 @@ def main(argv: list[str]) -> None:
             pending.remove(name)
             _import(name)
         pending = [name for name in pending if not _imported(name)]  # what the fork lacks: the pool reads it
+        if kept is None and not set(FIRST_JOB) & set(pending):  # no fork compiles the feedback page itself
+            kept = _warmed()
         sys.stdout.flush()
         sys.stderr.flush()
         gc.collect()  # then out of the collector's reach: a worker's collections never copy the pages it shares

@@ -11,6 +11,7 @@ import pytest
 from autograder.grading.options import SOURCE, Options
 from autograder.grading.plan import _start
 from autograder.grading.templates import keyed_templates, read_course
+from autograder.milestones import read_milestones
 from autograder.records import GenerateJob, Job, Template
 from autograder.sandbox.limits import Limits
 from autograder.workers.dispatch import KernelSet, grading_weight
@@ -87,6 +88,22 @@ def test_a_fork_lacks_only_what_is_not_imported(tmp_path: Path) -> None:
             f"the fork says it lacks {sorted(first.missing)}")
         worker.start((*FIRST_JOB, "math", "json.dumps"))
         assert worker.process is first, "a worker that lacks nothing the next job needs is kept"
+    finally:
+        pool.close()
+
+
+def test_every_fork_has_the_feedback_page_compiled(tmp_path: Path) -> None:
+    # Asked at once, while the forks import nbgrader: the first workers (they make the templates, then grade) are
+    # forked with the page compiled, so that neither compiles its own (`autograder.workers.forks._warmed`).
+    pool = Pool(2, tmp_path / "logs")
+    try:
+        pool.prepare(("mailbox",), (), str(tmp_path), warm=False)
+        pool.workers[0].start(FIRST_JOB)
+        steps = [step for _, step in read_milestones(tmp_path / "logs" / "workers.log", 0)
+                 if step.startswith(("worker forks: compiled", "worker forks: forked worker"))]
+        assert steps[0] == "worker forks: compiled the feedback page" and steps[1].startswith(
+                "worker forks: forked worker"), (
+            f"the forks' log says {steps}: the page is compiled before the first fork")
     finally:
         pool.close()
 
