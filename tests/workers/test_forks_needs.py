@@ -4,6 +4,7 @@ needs is replaced by one forked with it (`autograder.workers.forks`, `autograder
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,25 +20,29 @@ from autograder.workers.forks import FIRST_JOB, SESSION, covers
 from autograder.workers.pool import Pool, needs_of
 
 
-def test_a_fork_waits_for_what_it_needs_only(tmp_path: Path) -> None:
-    pool = Pool(2, tmp_path / "logs")
-    try:
-        # Asked at once, while the forks import nbgrader: "xml" is imported before the fork, "mailbox" is not yet.
-        pool.prepare(("mailbox", "xml.dom.minidom"), (), str(tmp_path), warm=False)
-        worker = pool.workers[0]
-        worker.start(("xml",))
-        first = worker.process
-        assert "xml.dom.minidom" not in first.missing, "a fork waits for the modules (and submodules) it needs"
-        assert "mailbox" in first.missing and "autograder.checks" in first.missing, (
-            f"a fork does not wait for what it does not need: it lacked {sorted(first.missing)}")
-        worker.start(("xml",))
-        assert worker.process is first, "a worker that has what the next job needs is kept"
-        worker.start(("mailbox",))
-        assert worker.process is not first and "mailbox" not in worker.process.missing, (
-            "a worker forked without what the next job needs is replaced by a fork that has it")
-        assert first.poll() is not None, "the replaced worker is stopped"
-    finally:
-        pool.close()
+@pytest.fixture
+def pool(tmp_path: Path) -> Iterator[Pool]:
+    """A pool of two workers (forked from one warm process) that logs to ``tmp_path/logs``, closed after the test."""
+    made = Pool(2, tmp_path / "logs")
+    yield made
+    made.close()
+
+
+def test_a_fork_waits_for_what_it_needs_only(tmp_path: Path, pool: Pool) -> None:
+    # Asked at once, while the forks import nbgrader: "xml" is imported before the fork, "mailbox" is not yet.
+    pool.prepare(("mailbox", "xml.dom.minidom"), (), str(tmp_path), warm=False)
+    worker = pool.workers[0]
+    worker.start(("xml",))
+    first = worker.process
+    assert "xml.dom.minidom" not in first.missing, "a fork waits for the modules (and submodules) it needs"
+    assert "mailbox" in first.missing and "autograder.checks" in first.missing, (
+        f"a fork does not wait for what it does not need: it lacked {sorted(first.missing)}")
+    worker.start(("xml",))
+    assert worker.process is first, "a worker that has what the next job needs is kept"
+    worker.start(("mailbox",))
+    assert worker.process is not first and "mailbox" not in worker.process.missing, (
+        "a worker forked without what the next job needs is replaced by a fork that has it")
+    assert first.poll() is not None, "the replaced worker is stopped"
 
 
 def test_needs_and_the_order_of_jobs() -> None:
@@ -75,64 +80,48 @@ def test_needs_and_the_order_of_jobs() -> None:
         "a numpy job waits for none of the run's torch modules: the workers that made the templates grade it")
 
 
-def test_a_fork_lacks_only_what_is_not_imported(tmp_path: Path) -> None:
+def test_a_fork_lacks_only_what_is_not_imported(tmp_path: Path, pool: Pool) -> None:
     # "math" and "json.dumps" (``from json import dumps``) are imported with nbgrader before the first fork: a
     # worker forked then does not lack them, and is kept for a job whose tests import them (chapter 1's).
-    pool = Pool(2, tmp_path / "logs")
-    try:
-        pool.prepare(("math", "json.dumps", "mailbox"), (), str(tmp_path), warm=False)
-        worker = pool.workers[0]
-        worker.start(FIRST_JOB)
-        first = worker.process
-        assert {"math", "json.dumps"}.isdisjoint(first.missing) and "mailbox" in first.missing, (
-            f"the fork says it lacks {sorted(first.missing)}")
-        worker.start((*FIRST_JOB, "math", "json.dumps"))
-        assert worker.process is first, "a worker that lacks nothing the next job needs is kept"
-    finally:
-        pool.close()
+    pool.prepare(("math", "json.dumps", "mailbox"), (), str(tmp_path), warm=False)
+    worker = pool.workers[0]
+    worker.start(FIRST_JOB)
+    first = worker.process
+    assert {"math", "json.dumps"}.isdisjoint(first.missing) and "mailbox" in first.missing, (
+        f"the fork says it lacks {sorted(first.missing)}")
+    worker.start((*FIRST_JOB, "math", "json.dumps"))
+    assert worker.process is first, "a worker that lacks nothing the next job needs is kept"
 
 
-def test_every_fork_has_the_feedback_page_compiled(tmp_path: Path) -> None:
+def test_every_fork_has_the_feedback_page_compiled(tmp_path: Path, pool: Pool) -> None:
     # Asked at once, while the forks import nbgrader: the first workers (they make the templates, then grade) are
     # forked with the page compiled, so that neither compiles its own (`autograder.workers.forks._warmed`).
-    pool = Pool(2, tmp_path / "logs")
-    try:
-        pool.prepare(("mailbox",), (), str(tmp_path), warm=False)
-        pool.workers[0].start(FIRST_JOB)
-        steps = [step for _, step in read_milestones(tmp_path / "logs" / "workers.log", 0)
-                 if step.startswith(("worker forks: compiled", "worker forks: forked worker"))]
-        assert steps[0] == "worker forks: compiled the feedback page" and steps[1].startswith(
-                "worker forks: forked worker"), (
-            f"the forks' log says {steps}: the page is compiled before the first fork")
-    finally:
-        pool.close()
+    pool.prepare(("mailbox",), (), str(tmp_path), warm=False)
+    pool.workers[0].start(FIRST_JOB)
+    steps = [step for _, step in read_milestones(tmp_path / "logs" / "workers.log", 0)
+             if step.startswith(("worker forks: compiled", "worker forks: forked worker"))]
+    first_fork = next(i for i, step in enumerate(steps) if step.startswith("worker forks: forked worker"))
+    assert "worker forks: compiled the feedback page" in steps[:first_fork], (
+        f"the forks' log says {steps}: the page is compiled before the first fork")
 
 
-def test_the_forks_import_torch_only_when_the_run_asks(tmp_path: Path) -> None:
+def test_the_forks_import_torch_only_when_the_run_asks(tmp_path: Path, pool: Pool) -> None:
     # A run whose kernels cannot import torch does not name the channel's torch (`autograder.grading.plan`): the
     # forks never import it, and a fork made with everything asked for lacks nothing.
-    pool = Pool(2, tmp_path / "logs")
-    try:
-        pool.prepare(("mailbox",), (), str(tmp_path), warm=False)
-        worker = pool.workers[0]
-        worker.start((*FIRST_JOB, "mailbox"))
-        assert worker.process.missing == frozenset(), f"left to import: {sorted(worker.process.missing)}"
-    finally:
-        pool.close()
+    pool.prepare(("mailbox",), (), str(tmp_path), warm=False)
+    worker = pool.workers[0]
+    worker.start((*FIRST_JOB, "mailbox"))
+    assert worker.process.missing == frozenset(), f"left to import: {sorted(worker.process.missing)}"
 
 
-def test_a_course_worth_of_modules_left_to_import_reaches_the_pool_whole(tmp_path: Path) -> None:
+def test_a_course_worth_of_modules_left_to_import_reaches_the_pool_whole(tmp_path: Path, pool: Pool) -> None:
     # The whole course's test cells and preloads name more modules than a short read of the control socket holds
     # (SOCK_SEQPACKET cuts a longer message): the fork's answer lists all those it was forked without.
     many = tuple(f"xml.dom.minidom{'_' * 40}{index}" for index in range(60))  # never imported: all left, 3 KB
-    pool = Pool(2, tmp_path / "logs")
-    try:
-        pool.prepare(many, (), str(tmp_path), warm=False)
-        worker = pool.workers[0]
-        worker.start(())
-        assert set(many) <= worker.process.missing, "the answer names every module the fork was made without"
-    finally:
-        pool.close()
+    pool.prepare(many, (), str(tmp_path), warm=False)
+    worker = pool.workers[0]
+    worker.start(())
+    assert set(many) <= worker.process.missing, "the answer names every module the fork was made without"
 
 
 class _Recorded:
