@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from importlib.metadata import version
 
 from course import ROOT
 
 # What the grader (nbgrader's API: the gradebooks) and a worker (`autograder.workers.worker.prepare`) import first.
-STARTUP = "import nbgrader.api, nbgrader.converters, alembic.script"
+STARTUP = "import nbgrader.api; from autograder.workers import worker; worker.prepare()"
 PARSERS = ("rfc3987_syntax", "lark")
 
 
@@ -25,10 +26,5 @@ def test_nbgraders_imports_compile_no_grammar() -> None:
     loaded = done.stdout.strip()
     assert not loaded, (
         f"`{STARTUP}` loaded {loaded}: jsonschema compiles rfc3987-syntax's grammar at import when both are "
-        f"installed (jsonschema {_version('jsonschema')}); pin jsonschema to 4.24.1 as requirements.txt says")
+        f"installed (jsonschema {version('jsonschema')}); pin jsonschema to 4.24.1 as requirements.txt says")
 
-
-def _version(package: str) -> str:
-    from importlib.metadata import version
-
-    return version(package)
