@@ -19,6 +19,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -90,11 +91,12 @@ def _failure(run: CellRun) -> str | None:
 
 
 def run_notebook(stand_in: StandIn, assignment: str, replacements: dict[str, str] | None = None,
-                 hidden_key: str = "") -> list[TestCell]:
+                 hidden_key: str = "", until: Callable[[TestCell], bool] | None = None) -> list[TestCell]:
     """Run the solution notebook top to bottom in ``stand_in`` (the session's ``bank_kernel``, tests/conftest.py)
     with cells replaced by grade_id; score its test cells. With a ``hidden_key`` the hidden
     tests draw their inputs as `grade` does for a hand-in of that key (`autograder.grading.secret`); without one, from
-    their fixed seeds, as in a plain kernel."""
+    their fixed seeds, as in a plain kernel. With ``until``, the run stops after the first test cell whose result it
+    holds for, once every replacement is in: what the cells after it score cannot undo that result."""
     replacements = dict(replacements or {})
     cells = code_cells(chapter(assignment).solution)
     trusted = TrustedCells(answer_names([source for meta, source in cells if meta.get("solution")]),
@@ -113,6 +115,8 @@ def run_notebook(stand_in: StandIn, assignment: str, replacements: dict[str, str
             run = CellRun(run.stdout + printed.get("stdout", ""), run.stderr + printed.get("stderr", ""), run.error)
             failure = _failure(run)
             results.append(TestCell(grade_id, float(meta.get("points", 0)), failure is None, failure or ""))
+            if until is not None and not replacements and until(results[-1]):
+                return results
             continue
         if kind is CellKind.GIVEN:
             trusted.run_given(source, grade_id)

@@ -13,7 +13,7 @@ MODULES = bank.modules()
 # The fast tier (`make test-fast`) runs a sample of each chapter's answers that does not grow with the bank:
 # FAST_WRONG wrong and FAST_RIGHT right ones, each the first answer of another graded function, the functions
 # taken in turn from one that moves on with the chapter's number. `make test` runs every answer: each costs a
-# whole notebook run (up to seconds), and the bank holds hundreds.
+# notebook run (up to seconds; a wrong one stops at the test cell that settles it), and the bank holds hundreds.
 FAST_WRONG, FAST_RIGHT = 2, 1
 
 
@@ -53,7 +53,10 @@ RIGHT = _cases("RIGHT")
 @pytest.mark.parametrize("case", WRONG)
 def test_wrong_answer_loses_points(bank_kernel: StandIn, case: tuple[str, bank.Answer]) -> None:
     assignment, answer = case
-    results = run_notebook(bank_kernel, assignment, {answer.cell: answer.source})
+    # A test cell that takes points and names the mistake settles it: the run stops there (the later cells cannot
+    # give those points back or take the message away), and runs to the end when none does.
+    results = run_notebook(bank_kernel, assignment, {answer.cell: answer.source},
+                           until=lambda cell: not cell.passed and cell.points > 0 and answer.message in cell.message)
     earned, possible = score(results)
     assert earned < possible, f"the wrong answer '{answer.mistake}' for {answer.cell} kept full marks"
     messages = "\n".join(r.message for r in results if not r.passed)
@@ -92,3 +95,16 @@ def test_blank_student_notebook_scores_zero_on_every_test(bank_kernel: StandIn, 
     stubs = solution_sources(chapter(module.ASSIGNMENT).exercise)
     passed = [r.grade_id for r in run_notebook(bank_kernel, module.ASSIGNMENT, stubs) if r.passed]
     assert not passed, f"these test cells give points to a blank notebook: {passed}"
+
+
+def test_a_wrong_answers_run_stops_at_the_first_test_cell_that_settles_it(bank_kernel: StandIn) -> None:
+    module = next(m for m in MODULES if m.ASSIGNMENT == "01_similarity")
+    answer = module.WRONG[0]
+    full = run_notebook(bank_kernel, module.ASSIGNMENT, {answer.cell: answer.source})
+    settles = lambda cell: not cell.passed and cell.points > 0  # noqa: E731
+    stopped = run_notebook(bank_kernel, module.ASSIGNMENT, {answer.cell: answer.source}, until=settles)
+    assert stopped == full[:len(stopped)] and settles(stopped[-1]) and not any(map(settles, stopped[:-1])), (
+        f"the run with until= should be the full run's results up to its first failed cell with points: {stopped}")
+    assert len(stopped) < len(full), f"{answer.mistake!r} fails {stopped[-1].grade_id}, yet the run went on to the end"
+    never = run_notebook(bank_kernel, module.ASSIGNMENT, {answer.cell: answer.source}, until=lambda cell: False)
+    assert never == full, "a run whose until= never holds should score every test cell, as a run without it"
