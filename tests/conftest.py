@@ -26,11 +26,11 @@ from tests.stand_in import StandIn  # noqa: E402
 # both workers busy to the end, instead of one long file running while the other worker has nothing to do.
 TESTS = Path(__file__).parent
 LONGEST_FIRST = (
-    "course/test_bank.py", "course/test_book.py", "course/test_launch.py", "grading/test_grading.py",
-    "grading/test_warm_cold.py", "harness/test_tampering.py", "workers/test_cluster.py", "grading/test_term.py",
-    "course/test_setup_page.py", "sandbox/test_races.py", "sandbox/test_disk.py", "grading/test_autograder.py",
-    "grading/test_bad_input.py", "harness/test_trusted_oracles.py", "sandbox/test_hostile.py", "sandbox/test_rules.py",
-    "reports/test_manual_grading.py", "harness/test_hidden_inputs.py", "reports/test_class_record.py",
+    "course/test_launch.py", "course/test_bank.py", "course/test_book.py", "course/test_setup_page.py",
+    "grading/test_warm_cold.py", "sandbox/test_disk.py", "workers/test_cluster.py", "grading/test_autograder.py",
+    "grading/test_bad_input.py", "sandbox/test_races.py", "grading/test_grading.py", "harness/test_hidden_inputs.py",
+    "harness/test_trusted_oracles.py", "harness/test_tampering.py", "grading/test_term.py", "sandbox/test_hostile.py",
+    "course/test_notebooks.py", "course/test_course_check.py", "sandbox/test_rules.py", "reports/test_class_record.py",
 )
 
 
