@@ -160,6 +160,11 @@ def _become_worker(control: socket.socket, descriptors: list[int], kept: Kept | 
         os._exit(0)
 
 
+def _to_warm(kept: Kept | None, pending: list[str]) -> bool:
+    """Whether the feedback page is still to compile (`_warmed`) and what a first job imports is imported."""
+    return kept is None and not set(FIRST_JOB) & set(pending)
+
+
 def _warmed() -> Kept:
     """What a worker keeps from job to job (`autograder.harness.notebook.Kept`), its feedback page compiled
     (`autograder.harness.feedback_page.CompiledTemplates.warm`): every fork starts with it."""
@@ -210,7 +215,7 @@ def main(argv: list[str]) -> None:
     forked = False  # just now: the pool asks for its workers one after another, and an import is not interrupted
     kept: Kept | None = None  # made once what a first job imports is (`_warmed`), before a fork or between requests
     while True:
-        to_warm = kept is None and not set(FIRST_JOB) & set(pending)
+        to_warm = _to_warm(kept, pending)
         wait = FOLLOW_UP if forked else 0 if pending or to_warm else PARENT_POLL
         forked = False
         if not select.select([control], [], [], wait)[0]:
@@ -229,7 +234,7 @@ def main(argv: list[str]) -> None:
             pending.remove(name)
             _import(name)
         pending = [name for name in pending if not _imported(name)]  # what the fork lacks: the pool reads it
-        if kept is None and not set(FIRST_JOB) & set(pending):  # no fork compiles the feedback page itself
+        if _to_warm(kept, pending):  # no fork compiles the feedback page itself
             kept = _warmed()
         sys.stdout.flush()
         sys.stderr.flush()
