@@ -14,6 +14,7 @@ A warm kernel (`autograder.sandbox.zygote`) runs the same two halves apart: `pre
 
 from __future__ import annotations
 
+import gc
 import importlib
 import json
 import os
@@ -66,14 +67,16 @@ def set_limits(limits: Limits) -> None:
 
 
 def preload(modules: tuple[str, ...], forbid: str | None = None) -> object | None:
-    """Import ``modules``, then take out what the chapter's rules forbid (``forbid``, comma-separated; None: from
-    ``AUTOGRADER_FORBID``; `autograder.sandbox.rules.install`). Returns the rules' registration, which the caller
-    keeps for the kernel's life. No torch operation runs: a warm start (`autograder.sandbox.zygote`) forks kernels
-    from the process that called this."""
+    """Import ``modules``, each moved out of the collector's reach once imported (``gc.freeze``: the next one's full
+    collections do not walk it again), then take out what the chapter's rules forbid (``forbid``, comma-separated;
+    None: from ``AUTOGRADER_FORBID``; `autograder.sandbox.rules.install`). Returns the rules' registration, which
+    the caller keeps for the kernel's life. No torch operation runs: a warm start (`autograder.sandbox.zygote`) forks
+    kernels from the process that called this."""
     from autograder.sandbox import rules
 
     for module in modules:
         importlib.import_module(module)
+        gc.freeze()
     return rules.install(rules.parse(os.environ.get(rules.ENV, "") if forbid is None else forbid))
 
 

@@ -182,12 +182,15 @@ def covers(needs: Iterable[str], module: str) -> bool:
 
 
 def _import(name: str) -> None:
-    """Import ``name``, which may name no module (``from x import y`` read as x.y); a forked worker that needs
-    what failed imports it again, and fails as a worker started alone would."""
+    """Import ``name``, which may name no module (``from x import y`` read as x.y), then move what it left out of
+    the collector's reach (``gc.freeze``), so that the next import's full collections do not walk it again (about
+    a second of a core over torch's and transformers' imports); a forked worker that needs what failed imports it
+    again, and fails as a worker started alone would."""
     try:
         importlib.import_module(name)
     except ImportError:
         return
+    gc.freeze()
     if "." not in name:
         milestone(WHO, f"imported {name}")
 
@@ -209,6 +212,7 @@ def main(argv: list[str]) -> None:
     from autograder.workers import worker
 
     worker.prepare()
+    gc.freeze()  # as after every import (`_import`)
     milestone(WHO, "imported nbgrader")
     pending = list(dict.fromkeys([*FIRST_JOB, *filter(None, argv[1].split(","))]))
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the kernel reaps the forks

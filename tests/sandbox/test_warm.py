@@ -188,14 +188,31 @@ def test_the_workers_import_what_the_test_cells_import_and_not_the_solutions() -
     assert "numpy" not in first  # chapter 1's given set-up cell imports numpy; its test cells do not
 
 
-@pytest.mark.sandbox
-def test_a_kernel_forked_after_torch_was_imported_runs_torch_on_two_threads() -> None:
-    """Fork safety: the zygote imports torch and runs no torch operation, so a kernel forked from it starts its
-    own thread pools. A parallel matmul on two threads (OpenMP) and numpy's BLAS finish, and agree."""
+def _warm_probe(preload: tuple[str, ...], probe: str, threads: int = 1) -> str:
+    """What ``probe``, run in a kernel forked from a zygote that preloads ``preload``, wrote to $HOME/result."""
     from autograder.sandbox.limits import Limits
     from autograder.sandbox.bwrap import environment, prepare_home
     from autograder.sandbox.warm import Zygote, ZygoteClient
 
+    zygote = Zygote(preload)
+    client = ZygoteClient(zygote.address)
+    try:
+        home = client.new_home()
+        prepare_home(home)
+        limits = Limits()
+        env = {**environment(home, limits, preload), "OMP_NUM_THREADS": str(threads)}
+        kernel = client.spawn(home, home, home / "link", home / "connection.json", limits, env, probe)
+        assert kernel.wait(120) == 0
+        return (home / "result").read_text()
+    finally:
+        client.close()
+        zygote.close()
+
+
+@pytest.mark.sandbox
+def test_a_kernel_forked_after_torch_was_imported_runs_torch_on_two_threads() -> None:
+    """Fork safety: the zygote imports torch and runs no torch operation, so a kernel forked from it starts its
+    own thread pools. A parallel matmul on two threads (OpenMP) and numpy's BLAS finish, and agree."""
     probe = """import os, sys, numpy, torch
 torch.set_num_threads(2)
 a = torch.arange(512 * 512, dtype=torch.float64).reshape(512, 512) / 512**2
@@ -203,17 +220,24 @@ ours = float((a @ a).sum())
 theirs = float((a.numpy() @ a.numpy()).sum())
 open(os.path.join(os.environ['HOME'], 'result'), 'w').write(f'{torch.get_num_threads()} {ours} {theirs}')
 """
-    zygote = Zygote(("torch",))
-    client = ZygoteClient(zygote.address)
-    try:
-        home = client.new_home()
-        prepare_home(home)
-        limits = Limits()
-        env = {**environment(home, limits, ("torch",)), "OMP_NUM_THREADS": "2"}
-        kernel = client.spawn(home, home, home / "link", home / "connection.json", limits, env, probe)
-        assert kernel.wait(120) == 0
-        threads, ours, theirs = (home / "result").read_text().split()
-        assert threads == "2" and float(ours) == pytest.approx(float(theirs), rel=1e-12)
-    finally:
-        client.close()
-        zygote.close()
+    threads, ours, theirs = _warm_probe(("torch",), probe, threads=2).split()
+    assert threads == "2" and float(ours) == pytest.approx(float(theirs), rel=1e-12)
+
+
+@pytest.mark.sandbox
+def test_a_warm_kernel_collects_garbage_as_a_cold_one_does() -> None:
+    """The zygote moves what it imports out of the collector's reach (`autograder.sandbox.kernel.preload`,
+    `autograder.sandbox.zygote`): its kernels' collector is on, with Python's thresholds, and collects a cycle of
+    the student's."""
+    probe = """import gc, os
+class Node:
+    pass
+a, b = Node(), Node()
+a.other, b.other = b, a
+del a, b
+found = gc.collect()
+open(os.path.join(os.environ['HOME'], 'result'), 'w').write(f'{gc.isenabled()} {gc.get_threshold()[0]} {found}')
+"""
+    enabled, threshold, found = _warm_probe((), probe).split()
+    assert enabled == "True" and threshold == "700", f"the kernel's collector: enabled {enabled}, threshold {threshold}"
+    assert int(found) >= 2, f"gc.collect() found {found} unreachable objects: the student's cycle was not collected"
