@@ -9,6 +9,7 @@ reason in grades.csv), 2 for a usage error, an unreadable SUBMISSIONS or when no
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import sys
 from dataclasses import replace
@@ -202,5 +203,13 @@ def options_from(args: argparse.Namespace) -> Options:
                    similarity_threshold=None if args.no_similarity else args.similarity_threshold)
 
 
+def _ending(status: int) -> int:
+    """``status``, once every object this process made is out of the collector's reach (``gc.freeze``): the process
+    ends here, its files written and closed, and the interpreter's exit need not walk them all again (over half a
+    second of a core after a grading run)."""
+    gc.freeze()
+    return status
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(_ending(main()))
