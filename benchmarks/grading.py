@@ -19,13 +19,15 @@ Every run does the same work from a cold start: plain nbgrader generates each as
 GenerateAssignment, as `release` and the autograder's templates do:
 `autograder.harness.nbgrader_course.generate_assignment`, in this process), then runs `nbgrader autograde` and
 `nbgrader generate_feedback` per assignment, one after another, on a course folder made for it; the autograder
-runs once per mode on an empty output folder (it generates its templates too) with --jobs workers. --no-plain
+runs per mode on an empty output folder (it generates its templates too) with --jobs workers. Each grading runs
+twice (`benchmarks.grading_runs.measured`): first sampled for its peak memory, then timed with nothing sampling it
+(the sampler's reads of every process's pages would take the cores' time from the run). --no-plain
 skips plain nbgrader (no ratios, no score comparison). --checkout DIR times the autograder of another copy of
 this repository (DIR/.venv/bin/python -m autograder, run in DIR; main's, say), so that the code before a change
 and after it are timed by the same benchmark; plain nbgrader always runs from this checkout.
 
 Printed for each class, as Markdown: a table of its runs (wall time, per submission, ratio to plain nbgrader,
-the peak memory of the run's whole process tree from `benchmarks.memory`: the sums of PSS and of USS, which count
+the peak memory of the sampled run's whole process tree from `benchmarks.memory`: the sums of PSS and of USS, which count
 the pages that forks share once, and of RSS, which does not; this process, where plain nbgrader's assignments
 are generated, is not counted; the 1-minute load average from /proc/loadavg before and after); for each mode
 the mean seconds per submission of each phase, by assignment, from the autograder's stored results (each

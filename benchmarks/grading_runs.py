@@ -1,7 +1,8 @@
 """The timed gradings of `python -m benchmarks.grading`, and what each leaves behind read back.
 
-`make_class` writes a synthetic class; `plain_nbgrader` and `autograder` grade it from a cold start, each timed
-with its process tree's peak memory (`benchmarks.memory.PeakMemory`) and the load average read before and after;
+`make_class` writes a synthetic class; `plain_nbgrader` and `autograder` grade it from a cold start twice
+(`measured`): once sampled for its process tree's peak memory (`benchmarks.memory.PeakMemory`), once timed with
+nothing sampling it, the load average read before and after;
 `plain_scores`, `grade_rows` and `phase_means` read nbgrader's gradebook, the autograder's grades.csv and the
 mean seconds of each phase from the autograder's stored results.
 """
@@ -13,6 +14,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from statistics import mean
 
@@ -55,26 +57,41 @@ def _run(command: list[str], cwd: Path, env: dict[str, str] | None = None) -> No
         raise RuntimeError(f"{' '.join(command)} exited {done.returncode}:\n{(done.stdout + done.stderr)[-3000:]}")
 
 
+def measured(mode: str, work: Callable[[Path], None], folder: Path) -> Run:
+    """``mode``'s `Run` of ``work(folder)``: first ``work`` in a sibling folder (removed after), sampled for its
+    peak memory (`PeakMemory`), then ``work(folder)`` timed with nothing sampling it, with the load average read
+    around it. Reading every process's page counts five times a second takes a tenth of the cores or more
+    beside a grading of many processes (1.7-2.6 CPU-s of the sampler's own beside a 13-s run of the small
+    class on 2 cores, which then took 12% longer), so no run is timed while it is sampled."""
+    scratch = folder.with_name(f"{folder.name}-memory")
+    with PeakMemory() as peak:
+        work(scratch)
+    shutil.rmtree(scratch, ignore_errors=True)
+    before = Load.read()
+    start = time.perf_counter()
+    work(folder)
+    seconds = time.perf_counter() - start
+    return Run(mode, seconds, peak.measured, before, Load.read())
+
+
 def plain_nbgrader(submissions: Path, course: Path, assignments: list[str]) -> Run:
     """Generate each assignment, then `nbgrader autograde` and `generate_feedback`, one assignment after another,
-    in the course folder ``course`` (its gradebook: `PLAIN_GRADEBOOK`)."""
-    shutil.copytree(ROOT / SOLUTIONS, course / SOLUTIONS, dirs_exist_ok=True)
-    shutil.copytree(submissions, course / "submitted")
-    db = f"sqlite:///{course / PLAIN_GRADEBOOK}"
-    before = Load.read()
-    with PeakMemory() as peak:
-        start = time.perf_counter()
+    in the course folder ``course`` (its gradebook: `PLAIN_GRADEBOOK`), `measured`."""
+    def grade(folder: Path) -> None:
+        shutil.copytree(ROOT / SOLUTIONS, folder / SOLUTIONS, dirs_exist_ok=True)
+        shutil.copytree(submissions, folder / "submitted")
+        db = f"sqlite:///{folder / PLAIN_GRADEBOOK}"
         for assignment in assignments:
-            error_log = generate_assignment(assignment, course, SOLUTIONS, course / "release", db)
+            error_log = generate_assignment(assignment, folder, SOLUTIONS, folder / "release", db)
             if error_log:
                 raise RuntimeError(f"nbgrader generate_assignment {assignment} failed:\n{error_log}")
         for assignment in assignments:
             for command in ("autograde", "generate_feedback"):
                 _run([sys.executable, "-m", "nbgrader", command, assignment, "--force", "--log-level=ERROR",
-                      f"--JupyterApp.config_file={NBGRADER_CONFIG}", f"--CourseDirectory.root={course}",
-                      f"--CourseDirectory.db_url={db}"], course, nbgrader_environment())
-        seconds = time.perf_counter() - start
-    return Run("plain", seconds, peak.measured, before, Load.read())
+                      f"--JupyterApp.config_file={NBGRADER_CONFIG}", f"--CourseDirectory.root={folder}",
+                      f"--CourseDirectory.db_url={db}"], folder, nbgrader_environment())
+
+    return measured("plain", grade, course)
 
 
 def interpreter(checkout: Path) -> str:
@@ -93,15 +110,15 @@ def describe_code(checkout: Path) -> str:
 
 def autograder(submissions: Path, out: Path, jobs: int, mode: str, checkout: Path = ROOT) -> Run:
     """`python -m autograder grade --jobs N` (with `--cold` when ``mode`` is cold) from a cold start, run from
-    ``checkout`` (another copy of this repository, such as main's, to time its code) with `interpreter`."""
+    ``checkout`` (another copy of this repository, such as main's, to time its code) with `interpreter`,
+    `measured`: ``out`` holds the timed run's output."""
     flags = ["--cold"] if mode == "cold" else []
-    before = Load.read()
-    with PeakMemory() as peak:
-        start = time.perf_counter()
-        _run([interpreter(checkout), "-m", "autograder", "grade", str(submissions), "--out", str(out),
+
+    def grade(folder: Path) -> None:
+        _run([interpreter(checkout), "-m", "autograder", "grade", str(submissions), "--out", str(folder),
               "--jobs", str(jobs), "--quiet", *flags], checkout)
-        seconds = time.perf_counter() - start
-    return Run(mode, seconds, peak.measured, before, Load.read())
+
+    return measured(mode, grade, out)
 
 
 def plain_scores(course: Path) -> dict[tuple[str, str], tuple[float, float]]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 from dataclasses import replace
 from pathlib import Path
 
@@ -16,7 +17,7 @@ from autograder.reports.grades_csv import write_grades
 from benchmarks import grading
 from benchmarks.grade_agreement import same_rows, same_scores
 from benchmarks.grading_figures import Agreement, ClassFigures, Figures, Load, Run
-from benchmarks.grading_runs import describe_code, grade_rows, interpreter, make_class, phase_means
+from benchmarks.grading_runs import describe_code, grade_rows, interpreter, make_class, measured, phase_means
 from benchmarks.grading_tables import agreement_text, compare_text, grades_lines, phase_table, ratio_lines, run_table
 from benchmarks.memory import MiB, Memory
 from course import ROOT
@@ -199,6 +200,26 @@ def test_a_class_of_two_students_is_graded_and_its_figures_written(tmp_path: Pat
     assert (plain.label, plain.compared, plain.differing) == ("warm vs plain nbgrader", 2, ())
     assert "grades, warm vs plain nbgrader: the same on all 2 rows compared" in printed
     assert "small class (2 x 1 = 2), warm: " in printed
+
+
+def test_a_run_is_timed_with_nothing_sampling_it_and_its_memory_read_in_a_run_before(tmp_path: Path) -> None:
+    calls: list[tuple[Path, bool]] = []
+
+    def work(folder: Path) -> None:
+        folder.mkdir()
+        (folder / "made").write_bytes(bytes(1 << 20))
+        sampled = any(thread.name == "peak-memory" for thread in threading.enumerate())
+        calls.append((folder, sampled))
+        if sampled:
+            subprocess.run([sys.executable, "-c", "import time; b = bytearray(64 << 20); time.sleep(0.5)"], check=True)
+
+    run = measured("warm", work, tmp_path / "warm")
+    assert calls == [(tmp_path / "warm-memory", True), (tmp_path / "warm", False)], (
+        f"the sampled run comes first, in a folder of its own, the timed one last, unsampled: {calls}")
+    assert run.mode == "warm" and 0 < run.seconds < 5
+    assert run.memory.uss >= 64 * MiB, "the peak memory is the sampled run's (its child held 64 MiB)"
+    assert not (tmp_path / "warm-memory").exists() and (tmp_path / "warm" / "made").is_file(), (
+        "the folder holds the timed run's output, the sampled run's is removed")
 
 
 def test_the_grades_line_says_which_comparisons_agree() -> None:
