@@ -27,9 +27,10 @@ this repository (DIR/.venv/bin/python -m autograder, run in DIR; main's, say), s
 and after it are timed by the same benchmark; plain nbgrader always runs from this checkout.
 
 Printed for each class, as Markdown: a table of its runs (wall time, per submission, ratio to plain nbgrader,
-the peak memory of the sampled run's whole process tree from `benchmarks.memory`: the sums of PSS and of USS, which count
-the pages that forks share once, and of RSS, which does not; this process, where plain nbgrader's assignments
-are generated, is not counted; the 1-minute load average from /proc/loadavg before and after); for each mode
+the peak memory of the sampled run's whole process tree from `benchmarks.memory`: the sums of PSS and of USS,
+which count the pages that forks share once, and of RSS, which does not; this process, where plain nbgrader's
+assignments are generated, is not counted; the 1-minute load average from /proc/loadavg before and after the
+timed run, which comes right after the sampled one); for each mode
 the mean seconds per submission of each phase, by assignment, from the autograder's stored results (each
 worker's own clock), and their sum after nbgrader's set-up (from the kernel's fork or launch to the verdict);
 whether warm and cold wrote the same grades.csv (the rows that differ, if any); and whether each autograder run

@@ -225,7 +225,7 @@ open(os.path.join(os.environ['HOME'], 'result'), 'w').write(f'{torch.get_num_thr
 
 
 @pytest.mark.sandbox
-def test_a_warm_kernel_collects_garbage_as_a_cold_one_does() -> None:
+def test_a_warm_kernel_collects_the_students_garbage() -> None:
     """The zygote moves what it imports out of the collector's reach (`autograder.sandbox.kernel.preload`,
     `autograder.sandbox.zygote`): its kernels' collector is on, with Python's thresholds, and collects a cycle of
     the student's."""
