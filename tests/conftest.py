@@ -1,6 +1,6 @@
-"""Shared pytest set-up: OpenMP threads that sleep when idle, the fixtures that several test files use (the stand-in
-kernel, the fixture course's templates), the files' order (the longest first), and the wrong-answer bank's size
-reported at the end of every run."""
+"""Shared pytest set-up: OpenMP threads that sleep when idle, each xdist worker's share of the cores, the fixtures
+that several test files use (the stand-in kernel, the fixture course's templates), the files' order (the longest
+first), and the wrong-answer bank's size reported at the end of every run."""
 
 from __future__ import annotations
 
@@ -11,6 +11,18 @@ from pathlib import Path
 # Test cells run here and the student's code in another process, each waiting on the other: OpenMP threads
 # that spin while they wait would take the cores from the process that works (as autograder.workers.pool does).
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+# Under xdist each worker, and every process it starts (the stand-in kernel, the book's kernels, a grader and its
+# kernels: `autograder.sandbox.bwrap.environment` passes these on), computes on its share of the cores, as the
+# grader's own workers do (autograder.workers.pool): torch's and the BLAS libraries' pools hold cores // workers
+# threads. Two workers on two cores each running two threads oversubscribe them: `make test-fast` took 63-68 s against
+# 59-60 s with the share (two paired runs on 2 cores).
+# Set before anything here imports torch or numpy; whoever runs the tests with one of them set keeps what they set.
+WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+CORE_SHARE = max(1, len(os.sched_getaffinity(0)) // WORKERS)
+THREAD_POOLS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+SHARING = WORKERS > 1 and not any(variable in os.environ for variable in THREAD_POOLS)
+if SHARING:
+    os.environ.update(dict.fromkeys(THREAD_POOLS, str(CORE_SHARE)))
 
 import pytest  # noqa: E402
 
