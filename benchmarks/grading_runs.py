@@ -57,13 +57,18 @@ def _run(command: list[str], cwd: Path, env: dict[str, str] | None = None) -> No
         raise RuntimeError(f"{' '.join(command)} exited {done.returncode}:\n{(done.stdout + done.stderr)[-3000:]}")
 
 
-def measured(mode: str, work: Callable[[Path], None], folder: Path) -> Run:
+def measured(mode: str, work: Callable[[Path], None], folder: Path,
+             prepare: Callable[[Path], None] | None = None) -> Run:
     """``mode``'s `Run` of ``work(folder)``: first ``work`` in a sibling folder (removed after), sampled for its
     peak memory (`PeakMemory`), then ``work(folder)`` timed with nothing sampling it, with the load average read
-    around it. Reading every process's page counts five times a second takes a tenth of the cores or more
+    around it; ``prepare`` (copying the inputs in, say) runs on each folder before and is neither timed nor
+    sampled. Reading every process's page counts five times a second takes a tenth of the cores or more
     beside a grading of many processes (1.7-2.6 CPU-s of the sampler's own beside a 13-s run of the small
     class on 2 cores, which then took 12% longer), so no run is timed while it is sampled."""
     scratch = folder.with_name(f"{folder.name}-memory")
+    for made in (scratch, folder):
+        if prepare is not None:
+            prepare(made)
     with PeakMemory() as peak:
         work(scratch)
     shutil.rmtree(scratch, ignore_errors=True)
@@ -76,10 +81,13 @@ def measured(mode: str, work: Callable[[Path], None], folder: Path) -> Run:
 
 def plain_nbgrader(submissions: Path, course: Path, assignments: list[str]) -> Run:
     """Generate each assignment, then `nbgrader autograde` and `generate_feedback`, one assignment after another,
-    in the course folder ``course`` (its gradebook: `PLAIN_GRADEBOOK`), `measured`."""
-    def grade(folder: Path) -> None:
+    in the course folder ``course`` (its gradebook: `PLAIN_GRADEBOOK`), `measured`; the sources and the
+    submissions are copied in before the clock starts."""
+    def copy_in(folder: Path) -> None:
         shutil.copytree(ROOT / SOLUTIONS, folder / SOLUTIONS, dirs_exist_ok=True)
         shutil.copytree(submissions, folder / "submitted")
+
+    def grade(folder: Path) -> None:
         db = f"sqlite:///{folder / PLAIN_GRADEBOOK}"
         for assignment in assignments:
             error_log = generate_assignment(assignment, folder, SOLUTIONS, folder / "release", db)
@@ -91,7 +99,7 @@ def plain_nbgrader(submissions: Path, course: Path, assignments: list[str]) -> R
                       f"--JupyterApp.config_file={NBGRADER_CONFIG}", f"--CourseDirectory.root={folder}",
                       f"--CourseDirectory.db_url={db}"], folder, nbgrader_environment())
 
-    return measured("plain", grade, course)
+    return measured("plain", grade, course, copy_in)
 
 
 def interpreter(checkout: Path) -> str:

@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 import threading
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -220,6 +221,28 @@ def test_a_run_is_timed_with_nothing_sampling_it_and_its_memory_read_in_a_run_be
     assert run.memory.uss >= 64 * MiB, "the peak memory is the sampled run's (its child held 64 MiB)"
     assert not (tmp_path / "warm-memory").exists() and (tmp_path / "warm" / "made").is_file(), (
         "the folder holds the timed run's output, the sampled run's is removed")
+
+
+def test_what_a_run_prepares_is_done_before_and_neither_timed_nor_sampled(tmp_path: Path) -> None:
+    calls: list[tuple[str, Path, bool]] = []
+
+    def sampling() -> bool:
+        return any(thread.name == "peak-memory" for thread in threading.enumerate())
+
+    def prepare(folder: Path) -> None:
+        folder.mkdir()
+        calls.append(("prepare", folder, sampling()))
+        time.sleep(2.0)  # a copy of a whole class, say
+
+    def work(folder: Path) -> None:
+        assert folder.is_dir(), f"{folder} was not prepared before the run"
+        calls.append(("work", folder, sampling()))
+
+    run = measured("plain", work, tmp_path / "plain", prepare)
+    memory, timed = tmp_path / "plain-memory", tmp_path / "plain"
+    assert calls == [("prepare", memory, False), ("prepare", timed, False), ("work", memory, True),
+                     ("work", timed, False)], f"each folder prepared first, with nothing sampling it: {calls}"
+    assert run.seconds < 2.0, f"the timed run took {run.seconds:.2f} s: the 2-s preparation was timed with it"
 
 
 def test_the_grades_line_says_which_comparisons_agree() -> None:
