@@ -17,7 +17,7 @@ def test_each_distribution_installed_here_has_the_entries_importlib_lists() -> N
     found = list(distributions(path=site_folders()))
     assert len(found) > 50, f"expected the development environment's distributions, found {len(found)}"
     for distribution in found:
-        expected = {PurePosixPath(str(file)).parts[0] for file in distribution.files or ()}
+        expected = {file.parts[0] for file in distribution.files or ()}  # PackagePath: a PurePosixPath
         got = top_entries(distribution)
         assert got == expected, (f"top_entries({distribution.metadata['Name']}): RECORD read differently from "
                                  f"importlib's files: only in top_entries {sorted(got - expected)}, only in "
