@@ -160,7 +160,9 @@ class _Tab:
     """One page target of a running Chromium, driven over the DevTools protocol."""
 
     def __init__(self, url: str) -> None:
-        self.socket = websocket.create_connection(url, timeout=60)
+        # No Origin header, as a DevTools client that is no web page: Chromium 111 and later refuse a connection
+        # whose origin --remote-allow-origins does not name (a 403 at the handshake).
+        self.socket = websocket.create_connection(url, timeout=60, suppress_origin=True)
         self.next_id = 0
         self.events: list[dict] = []
 
