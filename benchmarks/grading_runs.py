@@ -66,8 +66,8 @@ def measured(mode: str, work: Callable[[Path], None], folder: Path,
     beside a grading of many processes (1.7-2.6 CPU-s of the sampler's own beside a 13-s run of the small
     class on 2 cores, which then took 12% longer), so no run is timed while it is sampled."""
     scratch = folder.with_name(f"{folder.name}-memory")
-    for made in (scratch, folder):
-        if prepare is not None:
+    if prepare is not None:
+        for made in (scratch, folder):
             prepare(made)
     with PeakMemory() as peak:
         work(scratch)
