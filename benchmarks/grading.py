@@ -30,12 +30,14 @@ Printed for each class, as Markdown: a table of its runs (wall time, per submiss
 the peak memory of the sampled run's whole process tree from `benchmarks.memory`: the sums of PSS and of USS,
 which count the pages that forks share once, and of RSS, which does not; this process, where plain nbgrader's
 assignments are generated, is not counted; the 1-minute load average from /proc/loadavg before and after the
-timed run, which comes right after the sampled one); for each mode
+timed run, which comes right after the sampled one; how many cores the whole machine kept busy on average while
+the timed run ran, from /proc/stat's busy CPU-seconds over its wall time: near the core count, the run is bound
+by the cores' time, and only less work makes it faster); for each mode
 the mean seconds per submission of each phase, by assignment, from the autograder's stored results (each
 worker's own clock), and their sum after nbgrader's set-up (from the kernel's fork or launch to the verdict);
 whether warm and cold wrote the same grades.csv (the rows that differ, if any); and whether each autograder run
 gave each student plain nbgrader's score and maximum (nbgrader's gradebook), where both graded the submission.
-Last, each class's ratios with the load average and the core count beside them, and the issue's goals: the
+Last, each class's ratios with the load average, the cores busy and the core count beside them, and the goals: the
 small class warm at most 0.10 of plain nbgrader on 2 idle cores, peak PSS of a --jobs 2 run under 1 GiB, 300
 students of chapter 1 warm in under 120 s. --json PATH writes every figure (`benchmarks.grading_figures`);
 --compare OLD NEW grades nothing and prints two such files side by side, each figure as before → after: the runs

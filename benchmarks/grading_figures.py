@@ -6,12 +6,14 @@ them, ``--compare OLD NEW`` reads two back), so that a run before a change and o
     ClassFigures: the class (students x assignments), one Run per grading of it (plain nbgrader, warm, cold),
         the mean seconds per submission of each phase (mode -> assignment -> phase -> seconds) and the grade
         comparisons (Agreement)
-    Run: the wall time, the peak memory (`benchmarks.memory.Memory`) and the load average before and after
+    Run: the wall time, the peak memory (`benchmarks.memory.Memory`), the load average before and after and the
+        CPU-seconds the whole machine was busy while it ran
 """
 
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -34,6 +36,7 @@ PHASES = MappingProxyType({  # the keys of a stored result's timings, in order, 
     "feedback": "feedback (tests hidden, HTML)",
 })
 LOADAVG = Path("/proc/loadavg")
+STAT = Path("/proc/stat")
 
 
 @dataclass(frozen=True)
@@ -50,15 +53,31 @@ class Load:
         return cls(one, five, fifteen)
 
 
+def busy_seconds(path: Path = STAT) -> float:
+    """The CPU-seconds all the machine's cores have been busy since it started: /proc/stat's first line, its user,
+    nice, system, irq and softirq ticks (idle, iowait and steal, the time the hypervisor ran others, left out)."""
+    ticks = [int(word) for word in path.read_text().split("\n", 1)[0].split()[1:8]]
+    user, nice, system, _idle, _iowait, irq, softirq = ticks
+    return (user + nice + system + irq + softirq) / os.sysconf("SC_CLK_TCK")
+
+
 @dataclass(frozen=True)
 class Run:
-    """One grading of a whole class: its wall time, its process tree's peak memory and the load around it."""
+    """One grading of a whole class: its wall time, its process tree's peak memory, the load around it and the
+    CPU-seconds the whole machine was busy while it ran (``busy``: over ``seconds``, how many cores the run kept
+    busy on average, its own processes and anything else; None in the figures of a run that did not measure it)."""
 
     mode: str  # plain (nbgrader), warm or cold (the autograder)
     seconds: float
     memory: Memory
     load_before: Load
     load_after: Load
+    busy: float | None = None
+
+    @property
+    def cores_busy(self) -> float | None:
+        """The cores busy on average while the run was timed."""
+        return None if self.busy is None else self.busy / self.seconds
 
 
 @dataclass(frozen=True)
@@ -123,7 +142,7 @@ class Figures:
 
 def _class_figures(given: dict[str, Any]) -> ClassFigures:
     runs = tuple(Run(run["mode"], run["seconds"], Memory(**run["memory"]), Load(**run["load_before"]),
-                     Load(**run["load_after"])) for run in given["runs"])
+                     Load(**run["load_after"]), run.get("busy")) for run in given["runs"])
     agreements = tuple(Agreement(a["label"], a["compared"], tuple(a["differing"]), a["left_out"], a["why_left_out"])
                        for a in given.get("agreements", []))
     return ClassFigures(given["name"], given["students"], tuple(given["assignments"]), runs,

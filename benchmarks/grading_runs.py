@@ -2,7 +2,8 @@
 
 `make_class` writes a synthetic class; `plain_nbgrader` and `autograder` grade it from a cold start twice
 (`measured`): once sampled for its process tree's peak memory (`benchmarks.memory.PeakMemory`), once timed with
-nothing sampling it, the load average read before and after;
+nothing sampling it, the load average read before and after and the machine's busy CPU-seconds counted while it
+runs;
 `plain_scores`, `grade_rows` and `phase_means` read nbgrader's gradebook, the autograder's grades.csv and the
 mean seconds of each phase from the autograder's stored results.
 """
@@ -24,7 +25,7 @@ from autograder.records import GradeRow
 from autograder.reports.grades_csv import read_grade_rows
 from autograder.reports.output_folder import OutputFolder
 from autograder.reports.state import stored_results
-from benchmarks.grading_figures import Load, Run, ordered_phases
+from benchmarks.grading_figures import Load, Run, busy_seconds, ordered_phases
 from benchmarks.memory import PeakMemory
 from course import ROOT, SOLUTIONS
 from course.chapters import chapter
@@ -61,10 +62,11 @@ def measured(mode: str, work: Callable[[Path], None], folder: Path,
              prepare: Callable[[Path], None] | None = None) -> Run:
     """``mode``'s `Run` of ``work(folder)``: first ``work`` in a sibling folder (removed after), sampled for its
     peak memory (`PeakMemory`), then ``work(folder)`` timed with nothing sampling it, with the load average read
-    around it; ``prepare`` (copying the inputs in, say) runs on each folder before and is neither timed nor
-    sampled. Reading every process's page counts five times a second takes a tenth of the cores or more
-    beside a grading of many processes (1.7-2.6 CPU-s of the sampler's own beside a 13-s run of the small
-    class on 2 cores, which then took 12% longer), so no run is timed while it is sampled."""
+    around it and the CPU-seconds the whole machine was busy while it ran (`busy_seconds`); ``prepare`` (copying
+    the inputs in, say) runs on each folder before and is neither timed nor sampled. Reading every process's page
+    counts five times a second takes a tenth of the cores or more beside a grading of many processes (1.7-2.6 CPU-s
+    of the sampler's own beside a 13-s run of the small class on 2 cores, which then took 12% longer), so no run
+    is timed while it is sampled; reading /proc/stat twice costs nothing."""
     scratch = folder.with_name(f"{folder.name}-memory")
     if prepare is not None:
         for made in (scratch, folder):
@@ -72,11 +74,12 @@ def measured(mode: str, work: Callable[[Path], None], folder: Path,
     with PeakMemory() as peak:
         work(scratch)
     shutil.rmtree(scratch, ignore_errors=True)
-    before = Load.read()
+    before, busy = Load.read(), busy_seconds()
     start = time.perf_counter()
     work(folder)
     seconds = time.perf_counter() - start
-    return Run(mode, seconds, peak.measured, before, Load.read())
+    busy = busy_seconds() - busy
+    return Run(mode, seconds, peak.measured, before, Load.read(), busy)
 
 
 def plain_nbgrader(submissions: Path, course: Path, assignments: list[str]) -> Run:

@@ -26,13 +26,21 @@ def _load(run: Run) -> str:
     return f"{run.load_before.one:.2f} → {run.load_after.one:.2f}"
 
 
+def _busy(run: Run, cores: int) -> str:
+    """How many of the cores were busy on average while the run was timed, and the busy CPU-seconds behind it."""
+    if run.cores_busy is None:
+        return MISSING
+    return f"{run.cores_busy:.2f} of {cores} ({run.busy:.1f} CPU-s)"
+
+
 def _markdown(header: list[str], rows: list[list[str]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|---" * len(header) + "|"]
     return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in rows])
 
 
 def run_table(figures: ClassFigures, jobs: int, cores: int) -> str:
-    """One column per run: wall time, per submission, ratio to plain nbgrader, peak memory, load average."""
+    """One column per run: wall time, per submission, ratio to plain nbgrader, peak memory, load average, the cores
+    busy."""
     def ratio(run: Run) -> str:
         value = figures.ratio(run.mode)
         goal = f" (goal ≤ {RATIO_GOAL:.2f})" if run.mode == "warm" and figures.name == "small" else ""
@@ -50,7 +58,8 @@ def run_table(figures: ClassFigures, jobs: int, cores: int) -> str:
         ("peak USS, sum", lambda run: f"{run.memory.uss / MiB:.0f} MiB"),
         ("peak RSS, sum (shared pages counted per process)", lambda run: f"{run.memory.rss / MiB:.0f} MiB"),
         ("most processes at once", lambda run: str(run.memory.processes)),
-        (f"load average (1 min) before → after, {cores} cores", _load)]
+        (f"load average (1 min) before → after, {cores} cores", _load),
+        ("cores busy on average (the whole machine)", lambda run: _busy(run, cores))]
     header = [""] + [TITLES[run.mode] + ("" if run.mode == "plain" else f", --jobs {jobs}") for run in figures.runs]
     return _markdown(header, [[label, *(cell(run) for run in figures.runs)] for label, cell in rows])
 
@@ -88,7 +97,8 @@ def agreement_text(agreement: Agreement) -> str:
 
 def ratio_lines(figures: Figures) -> str:
     """One line per autograder run of each class: its ratio to plain nbgrader (or its wall time alone), the goal
-    where the issue sets one, the load average before and after each run it uses, and the core count."""
+    where the issue sets one, the load average before and after each run it uses, the cores it kept busy (where
+    measured), and the core count."""
     lines = []
     for found in figures.classes:
         plain = found.run("plain")
@@ -104,6 +114,8 @@ def ratio_lines(figures: Figures) -> str:
             elif run.mode == "warm" and (found.students, found.assignments) == (LARGE_GOAL[0], LARGE_GOAL[1:2]):
                 goal = f", goal < {LARGE_GOAL[2]:.0f} s"
             load = f"load {run.mode} {_load(run)}" + (f", plain {_load(plain)}" if plain else "")
+            if run.cores_busy is not None:
+                load += f"; {run.cores_busy:.2f} cores busy on average"
             lines.append(f"{found.name} class ({found.students} x {len(found.assignments)} = {found.submissions}), "
                          f"{run.mode}: {figure}{goal}; {load}; {figures.cores} cores, --jobs {figures.jobs}")
     return "\n".join(lines)
@@ -142,9 +154,14 @@ def compare_class(old: ClassFigures, new: ClassFigures, cores: tuple[int, int]) 
         run = figures.run(mode)
         return run and run.memory.pss / MiB
 
+    def busy(figures: ClassFigures, mode: str) -> float | None:
+        run = figures.run(mode)
+        return run and run.cores_busy
+
     rows = [["wall time (s)", *(_change(seconds(old, m), seconds(new, m), ".1f") for m in modes)],
             ["ratio to plain nbgrader", *(_change(old.ratio(m), new.ratio(m), ".2f") for m in modes)],
             ["peak PSS (MiB)", *(_change(pss(old, m), pss(new, m), ".0f") for m in modes)],
+            ["cores busy on average", *(_change(busy(old, m), busy(new, m), ".2f") for m in modes)],
             [f"load average (1 min), cores {cores[0]} → {cores[1]}",
              *(_load_change(old.run(m), new.run(m)) for m in modes)]]
     parts = [f"{new.name} class, before → after{sizes}",

@@ -4,6 +4,7 @@ comparisons, its tables and ``--compare``; one slow test grades a class of two s
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -17,7 +18,7 @@ from autograder.records import GradeRow, Result, Status
 from autograder.reports.grades_csv import write_grades
 from benchmarks import grading
 from benchmarks.grade_agreement import same_rows, same_scores
-from benchmarks.grading_figures import Agreement, ClassFigures, Figures, Load, Run
+from benchmarks.grading_figures import Agreement, ClassFigures, Figures, Load, Run, busy_seconds
 from benchmarks.grading_runs import describe_code, grade_rows, interpreter, make_class, measured, phase_means
 from benchmarks.grading_tables import agreement_text, compare_text, grades_lines, phase_table, ratio_lines, run_table
 from benchmarks.memory import MiB, Memory
@@ -25,9 +26,10 @@ from course import ROOT
 from course.chapters import chapter
 
 
-def _run(mode: str, seconds: float, pss_mib: int = 400, load: tuple[float, float] = (1.5, 1.75)) -> Run:
+def _run(mode: str, seconds: float, pss_mib: int = 400, load: tuple[float, float] = (1.5, 1.75),
+         busy: float | None = None) -> Run:
     return Run(mode, seconds, Memory(pss_mib * MiB, pss_mib * MiB // 2, 2 * pss_mib * MiB, 3),
-               Load(load[0], 1.0, 0.5), Load(load[1], 1.0, 0.5))
+               Load(load[0], 1.0, 0.5), Load(load[1], 1.0, 0.5), busy)
 
 
 def _small(warm: float = 9.0, setup: float = 0.2) -> ClassFigures:
@@ -59,10 +61,24 @@ def test_the_class_has_a_reference_and_a_blank_notebook_per_student_and_assignme
 
 
 def test_the_figures_read_back_from_json_as_written() -> None:
-    figures = Figures("CPU: test", 2, 2, (_small(), _large(plain=False)), "a checkout at 490de18")
+    busy = replace(_large(plain=False), runs=(_run("warm", 60.0, busy=105.0),))
+    figures = Figures("CPU: test", 2, 2, (_small(), busy), "a checkout at 490de18")
     text = figures.to_json()
     json.loads(text)  # plain JSON: no NaN, no objects
     assert Figures.from_json(text) == figures
+    older = json.loads(text)
+    for found in older["classes"]:
+        for run in found["runs"]:
+            del run["busy"]  # a file written before the busy CPU-seconds were measured
+    assert Figures.from_json(json.dumps(older)).classes[1].run("warm").busy is None
+
+
+def test_the_busy_cpu_seconds_are_read_from_proc_stat(tmp_path: Path) -> None:
+    # user nice system idle iowait irq softirq steal guest guest_nice, in clock ticks: idle, iowait and steal (the
+    # hypervisor running others) are not this machine's work.
+    (tmp_path / "stat").write_text("cpu  100 20 30 4000 50 6 4 700 0 0\ncpu0 50 10 15 2000 25 3 2 350 0 0\n")
+    assert busy_seconds(tmp_path / "stat") == pytest.approx(160 / os.sysconf("SC_CLK_TCK"))
+    assert 0 < busy_seconds() <= busy_seconds()  # this machine's, counted up since it started
 
 
 def test_the_load_is_read_from_proc_loadavg(tmp_path: Path) -> None:
@@ -134,6 +150,11 @@ def test_the_run_table_has_each_run_its_ratio_memory_and_load() -> None:
     assert "| ratio to plain nbgrader | 1.00 | 0.10 (goal ≤ 0.10) |" in table
     assert "| peak PSS, sum over processes | 400 MiB | 400 MiB (goal < 1024) |" in table
     assert "| load average (1 min) before → after, 2 cores | 1.50 → 1.75 | 1.50 → 1.75 |" in table
+    assert "| cores busy on average (the whole machine) | – | – |" in table, "not measured: a file of an older run"
+    measured_busy = run_table(replace(_small(), runs=(_run("plain", 90.0, busy=92.0), _run("warm", 9.0, busy=16.2))),
+                              jobs=2, cores=2)
+    assert "| cores busy on average (the whole machine) | 1.02 of 2 (92.0 CPU-s) | 1.80 of 2 (16.2 CPU-s) |" in (
+        measured_busy)
     alone = run_table(_large(plain=False), jobs=2, cores=2)
     assert "| ratio to plain nbgrader | – |" in alone and "| per submission | 0.50 s |" in alone
 
@@ -160,6 +181,10 @@ def test_the_ratios_name_the_goal_the_load_and_the_cores() -> None:
                        "2 cores, --jobs 2"
     assert lines[3] == "small class (6 x 2 = 12), warm: 9.0 s (plain nbgrader not run); load warm 1.50 → 1.75; " \
                        "2 cores, --jobs 2", "no goal for a ratio that was not measured"
+    busy = replace(_small(), runs=(_run("warm", 9.0, busy=16.2),))
+    assert ratio_lines(Figures("CPU", 2, 2, (busy,))) == (
+        "small class (6 x 2 = 12), warm: 9.0 s (plain nbgrader not run); load warm 1.50 → 1.75; 1.80 cores busy on "
+        "average; 2 cores, --jobs 2")
 
 
 def test_compare_puts_two_runs_side_by_side() -> None:
@@ -176,6 +201,8 @@ def test_compare_puts_two_runs_side_by_side() -> None:
     assert "| ratio to plain nbgrader | 1.00 → – | 0.15 → – |" in text
     only = compare_text(old, Figures("CPU", 2, 2, (_small(),)))
     assert only.endswith("graded in only one of the two runs: large")
+    busy = Figures("CPU", 2, 2, (replace(_small(), runs=(_run("plain", 90.0), _run("warm", 9.0, busy=16.2))),))
+    assert "| cores busy on average | – → – | – → 1.80 |" in compare_text(old, busy), "not measured before: –"
 
 
 def test_compare_from_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -206,18 +233,26 @@ def test_a_class_of_two_students_is_graded_and_its_figures_written(tmp_path: Pat
 def test_a_run_is_timed_with_nothing_sampling_it_and_its_memory_read_in_a_run_before(tmp_path: Path) -> None:
     calls: list[tuple[Path, bool]] = []
 
+    def spin(seconds: float) -> str:
+        """A child's code that holds 64 MiB and keeps a core busy for ``seconds`` of its CPU time."""
+        return f"import time; b = bytearray(64 << 20)\nwhile time.process_time() < {seconds}: pass"
+
     def work(folder: Path) -> None:
         folder.mkdir()
         (folder / "made").write_bytes(bytes(1 << 20))
         sampled = any(thread.name == "peak-memory" for thread in threading.enumerate())
         calls.append((folder, sampled))
-        if sampled:
-            subprocess.run([sys.executable, "-c", "import time; b = bytearray(64 << 20); time.sleep(0.5)"], check=True)
+        subprocess.run([sys.executable, "-c", spin(0.6 if sampled else 0.2)], check=True)
 
     run = measured("warm", work, tmp_path / "warm")
     assert calls == [(tmp_path / "warm-memory", True), (tmp_path / "warm", False)], (
         f"the sampled run comes first, in a folder of its own, the timed one last, unsampled: {calls}")
     assert run.mode == "warm" and 0 < run.seconds < 5
+    # The timed run's child was busy for 0.2 CPU-s; no machine's cores are busier than all of them all the time (a
+    # count that took the sampled run's 0.6 CPU-s in too would be, unless the timed run was slowed three-fold).
+    assert 0.18 <= run.busy <= (os.cpu_count() or 1) * run.seconds + 0.05, (
+        f"the machine was busy {run.busy:.2f} CPU-s in the timed run of {run.seconds:.2f} s: its child alone was "
+        "busy 0.2 CPU-s")
     assert run.memory.uss >= 64 * MiB, "the peak memory is the sampled run's (its child held 64 MiB)"
     assert not (tmp_path / "warm-memory").exists() and (tmp_path / "warm" / "made").is_file(), (
         "the folder holds the timed run's output, the sampled run's is removed")
