@@ -13,12 +13,13 @@ them, ``--compare OLD NEW`` reads two back), so that a run before a change and o
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, NamedTuple
+
+import psutil
 
 from benchmarks.memory import Memory
 
@@ -36,7 +37,6 @@ PHASES = MappingProxyType({  # the keys of a stored result's timings, in order, 
     "feedback": "feedback (tests hidden, HTML)",
 })
 LOADAVG = Path("/proc/loadavg")
-STAT = Path("/proc/stat")
 
 
 @dataclass(frozen=True)
@@ -53,12 +53,12 @@ class Load:
         return cls(one, five, fifteen)
 
 
-def busy_seconds(path: Path = STAT) -> float:
-    """The CPU-seconds all the machine's cores have been busy since it started: /proc/stat's first line, its user,
-    nice, system, irq and softirq ticks (idle, iowait and steal, the time the hypervisor ran others, left out)."""
-    ticks = [int(word) for word in path.read_text().split("\n", 1)[0].split()[1:8]]
-    user, nice, system, _idle, _iowait, irq, softirq = ticks
-    return (user + nice + system + irq + softirq) / os.sysconf("SC_CLK_TCK")
+def busy_seconds(times: NamedTuple | None = None) -> float:
+    """The CPU-seconds all the machine's cores have been busy since it started: the user, nice, system, irq and
+    softirq times of ``times``, `psutil.cpu_times()`'s record (this machine's now when None; idle, iowait and steal,
+    the time the hypervisor ran others, left out)."""
+    found = psutil.cpu_times() if times is None else times
+    return sum(getattr(found, name) for name in ("user", "nice", "system", "irq", "softirq"))
 
 
 @dataclass(frozen=True)
