@@ -19,8 +19,6 @@ from course.chapters import chapters
 from course.machine import COLUMNS as MACHINE_COLUMNS
 from course.notebooks import code_cells
 
-pytestmark = pytest.mark.slow
-
 CHAPTERS = [f"book/{found.slug}" for found in chapters()]
 
 
@@ -61,11 +59,13 @@ def _secrets_for(path: Path, lines: dict[str, set[str]]) -> set[str]:
             for line in found}
 
 
+@pytest.mark.slow
 def test_the_book_builds_with_every_chapter(site: Path) -> None:
     for chapter in ["book/intro", *CHAPTERS]:
         assert (site / f"{chapter}.html").is_file(), f"{chapter} was not built"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("chapter", CHAPTERS)
 def test_each_chapter_has_figures_and_links_its_exercise(site: Path, chapter: str) -> None:
     html = (site / f"{chapter}.html").read_text()
@@ -76,6 +76,7 @@ def test_each_chapter_has_figures_and_links_its_exercise(site: Path, chapter: st
     assert f"exercises/{assignment}/" in html, f"{chapter} has no launch link to exercises/{assignment}"
 
 
+@pytest.mark.slow
 def test_no_graded_solution_reaches_the_site(site: Path) -> None:
     lines = _solution_lines()
     assert all(lines.values()), "found no solution lines to look for"
@@ -130,6 +131,7 @@ def test_each_chapter_works_an_example_before_calling_the_reference(chapter: str
         f"{chapter}: the worked example must compute and print its numbers in a code cell before load_solution("
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("chapter", CHAPTERS)
 def test_every_figure_has_alt_text_and_a_caption(site: Path, chapter: str) -> None:
     html = (site / f"{chapter}.html").read_text()
@@ -145,6 +147,7 @@ def test_every_figure_has_alt_text_and_a_caption(site: Path, chapter: str) -> No
     assert len(captioned) == len(figures), f"{chapter}: {len(figures) - len(captioned)} figures have no caption"
 
 
+@pytest.mark.slow
 def test_no_colab_link_opens_a_markdown_page(site: Path) -> None:
     for path in site.rglob("*.html"):
         for url in re.findall(r'href="(https://colab\.research\.google\.com[^"]*)"', path.read_text()):
@@ -156,6 +159,7 @@ BROWSER_PAGES = ["book/02_scaled_attention.html", "book/06_rope.html", "book/07_
 COLUMNS = MACHINE_COLUMNS  # code and printed lines fit this many columns (book/_static/course.css sizes the boxes)
 
 
+@pytest.mark.slow
 def test_pages_render_offline_in_a_browser(site: Path) -> None:
     """MathJax (served by the site) typesets every formula, nothing is requested from another host,
     and no code or output block is wider than its box, in headless Chromium 1440 pixels wide."""
@@ -185,18 +189,26 @@ def test_the_machine_line_fits_the_page_whatever_the_machine_is_called() -> None
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS)
-def test_code_and_printed_lines_fit_the_page(site: Path, chapter: str) -> None:
+def test_code_lines_fit_the_page(chapter: str) -> None:
     source = (ROOT / f"{chapter}.md").read_text()
     cells = re.findall(r"^```\{code-cell\}[^\n]*\n(.*?)^```", source, re.S | re.M)
     code = [line for cell in cells for line in re.sub(r"^---\n.*?^---\n", "", cell, flags=re.S | re.M).splitlines()]
+    long = [line for line in code if len(line) > COLUMNS]
+    assert not long, f"{chapter}: {len(long)} code lines exceed {COLUMNS} columns: {long[:3]}"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_printed_lines_fit_the_page(site: Path, chapter: str) -> None:
     html = (site / f"{chapter}.html").read_text()
     printed = [html_lib.unescape(re.sub(r"<[^>]+>", "", line)) for block in
                re.findall(r'<div class="output[^"]*"><div class="highlight"><pre>(.*?)</pre>', html, re.S)
                for line in block.splitlines()]
-    long = [line for line in code + printed if len(line) > COLUMNS]
-    assert not long, f"{chapter}: {len(long)} code or printed lines exceed {COLUMNS} columns: {long[:3]}"
+    long = [line for line in printed if len(line) > COLUMNS]
+    assert not long, f"{chapter}: {len(long)} printed lines exceed {COLUMNS} columns: {long[:3]}"
 
 
+@pytest.mark.slow
 def test_no_placeholder_hub_and_a_hub_button_only_for_a_named_hub(site: Path) -> None:
     config = yaml.safe_load((ROOT / "_config.yml").read_text())
     hub = config.get("launch_buttons", {}).get("jupyterhub_url")
@@ -210,6 +222,7 @@ def test_no_placeholder_hub_and_a_hub_button_only_for_a_named_hub(site: Path) ->
 SMALLEST_TEXT_PX = 9  # figure text, in CSS pixels, at a phone's and a desktop's width
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("width", [400, 800, 1400])
 def test_pages_work_on_a_phone_a_tablet_and_a_desktop(site: Path, width: int) -> None:
     """Every page in headless Chromium `width` CSS pixels wide: the page never scrolls sideways,
@@ -243,6 +256,7 @@ def test_every_chapter_draws_its_further_reading_from_the_bibliography() -> None
     assert keys <= cited, f"references.bib entries no chapter reads: {keys - cited}"
 
 
+@pytest.mark.slow
 def test_the_setup_page_is_linked_from_the_intro_and_every_exercise(site: Path) -> None:
     assert (site / "book/setup.html").is_file(), "the Set up page was not built"
     for page in ["book/intro", *CHAPTERS]:
