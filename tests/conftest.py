@@ -1,9 +1,10 @@
 """Shared pytest set-up: OpenMP threads that sleep when idle, each xdist worker's share of the cores, the fixtures
 that several test files use (the stand-in kernel, the fixture course's templates), the files' order (the longest
-first), and the wrong-answer bank's size reported at the end of every run."""
+first), the wrong-answer bank's size reported at the end of every run, and a quick end to each process."""
 
 from __future__ import annotations
 
+import gc
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -87,3 +88,12 @@ def pytest_terminal_summary(terminalreporter) -> None:
         terminalreporter.write_line(
             f"{module.ASSIGNMENT}: {len(module.WRONG)} wrong and {len(module.RIGHT)} right answers "
             f"over {len(cells)} graded functions")
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure() -> None:
+    """The last step of every pytest process (each xdist worker and the controller): every object of the session is
+    put out of the collector's reach (``gc.freeze``), so that the interpreter's exit need not walk them all again,
+    as `python -m autograder`'s own exit does. A worker that has imported torch and run the bank took 1.5 s to exit
+    without it and 0.25 s with it."""
+    gc.freeze()
