@@ -64,6 +64,11 @@ class Template:
         return self.folder / "release" / self.assignment
 
     @property
+    def cells_record(self) -> Path:
+        """Its notebooks and graded cells, read from its gradebook once, when it is made."""
+        return self.folder / "cells.json"
+
+    @property
     def max_score(self) -> float:
         return sum(points for _, _, points in self.cells)
 
@@ -129,6 +134,24 @@ class GenerateJob:
         return json.dumps({"kind": "generate", **asdict(self)}, default=str)
 
 
+@dataclass(frozen=True)
+class RecordJob:
+    """Results to write into the class gradebook (``db_url``), sent to the worker that keeps it open
+    (`autograder.workers.recorder`): each (task, result) as the grader stored it (the result's cells only);
+    ``close``: commit what is recorded and close the gradebook after."""
+
+    db_url: str
+    templates: dict[str, Template]  # the assignments of ``entries``
+    entries: tuple[tuple[Task, Result], ...] = ()
+    close: bool = False
+
+    def to_json(self) -> str:
+        return json.dumps({"kind": "record", "db_url": self.db_url, "close": self.close,
+                           "templates": {name: asdict(template) for name, template in self.templates.items()},
+                           "entries": [[asdict(task), result.to_dict(stored=True)] for task, result in self.entries]},
+                          default=str)
+
+
 def _template(given: dict) -> Template:
     return Template(given["assignment"], given["key"], Path(given["folder"]), tuple(given["notebooks"]),
                     tuple(tuple(cell) for cell in given["cells"]), tuple(given["preload"]),
@@ -136,9 +159,13 @@ def _template(given: dict) -> Template:
                     tuple(given.get("imports", ())))
 
 
-def read_job(line: str) -> Job | GenerateJob:
-    """The job a line of `Job.to_json` or `GenerateJob.to_json` describes."""
+def read_job(line: str) -> Job | GenerateJob | RecordJob:
+    """The job a line of `Job.to_json`, `GenerateJob.to_json` or `RecordJob.to_json` describes."""
     fields = json.loads(line)
+    if fields["kind"] == "record":
+        return RecordJob(fields["db_url"], {name: _template(t) for name, t in fields["templates"].items()},
+                         tuple((Task(**task), Result.from_dict(result)) for task, result in fields["entries"]),
+                         fields["close"])
     fields["template"] = _template(fields["template"])
     if fields.pop("kind") == "generate":
         return GenerateJob(**fields)

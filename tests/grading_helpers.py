@@ -52,8 +52,8 @@ def plan_of(options: Options, tasks: list[Task], templates: dict[str, Template])
                       Isolation("", options.warm), {}, load_secret(options.secret_file or out.secret))
 
 
-class NoGradebook:
-    """Stands in for `autograder.reports.gradebook.ClassGradebook` where nbgrader's gradebook is not the subject."""
+class NoRecorder:
+    """Stands in for `autograder.workers.recorder.Recorder` where nbgrader's gradebook is not the subject."""
 
     def __init__(self, *args) -> None: ...
     def record(self, *args) -> None: ...

@@ -68,7 +68,7 @@ def collect(out: OutputFolder, source: Path, db_url: str, threshold: float | Non
     """Rewrite ``out``'s class files from its stored rows and the gradebook's manual points; what it did."""
     from autograder.grading.templates import prepare_templates, read_course
     from autograder.reports.grades_csv import write_grades
-    from autograder.reports.gradebook import ClassGradebook
+    from autograder.reports.gradebook import read_manual_scores
     from autograder.workers.pool import Pool
     from autograder.reports.report import write_report
     from autograder.reports.similarity import class_similarity, write_similarity
@@ -81,11 +81,7 @@ def collect(out: OutputFolder, source: Path, db_url: str, threshold: float | Non
         templates = prepare_templates(course, out.cache, pool, {a for _, a in stored} & course.assignments)
     finally:
         pool.close()
-    gradebook = ClassGradebook(db_url, templates)
-    try:
-        given = gradebook.manual_scores(stored)
-    finally:
-        gradebook.close()
+    given = read_manual_scores(db_url, templates, stored)
     similarity = class_similarity(submitted_tasks(out, stored, []), templates, threshold, source)
     rows = class_rows(stored, templates, given)
     write_grades(out.grades, rows)

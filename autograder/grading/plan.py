@@ -9,7 +9,6 @@ Runs in the grader.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -104,10 +103,8 @@ def make_plan(options: Options, out: OutputFolder, course: Course, found: Mappin
         return RunPlan.of(options, out, course, stored, templates, tasks, isolation, zygotes, secret)
     zygotes = _start(options, course, given or set(course.registered), dispatcher, scratch)
     timeline.mark("workers and warm processes started")
-    with ThreadPoolExecutor(2) as background:
+    with ThreadPoolExecutor(1) as background:
         checked = background.submit(dispatcher.isolation, options.isolate, options.warm)
-        # nbgrader's API (a second or two of imports), which recording the templates' cells needs, while they are made.
-        background.submit(importlib.import_module, "nbgrader.api")
         templates = generate_templates(course.source, templates, pool)
         timeline.mark(f"templates made: {', '.join(sorted(templates))}")
         isolation = checked.result()

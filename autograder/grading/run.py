@@ -17,8 +17,9 @@
    `autograder.records.Job` (`autograder.grading.plan.RunPlan.job`), graded by
    `autograder.harness.notebook.grade_submission` in a kernel of its own sandbox, which returns a
    `autograder.records.Result`.
-5. This process writes each result's feedback and autograded notebooks, stores its row, merges it into
-   the class gradebook (``--db``, any SQLAlchemy URL; manual scores given there are kept), then writes
+5. This process writes each result's feedback and autograded notebooks, stores its row, has it merged into
+   the class gradebook (``--db``, any SQLAlchemy URL; manual scores given there are kept) by a worker of its
+   own (`autograder.workers.recorder`: this process imports nbgrader only to read manual points), then writes
    ``grades.csv``, ``similarity.csv`` (`autograder.reports.similarity`, for the instructor only) and
    ``report.html`` from every row stored in DIR, with the manual points given so far
    (`autograder.reports.class_record`): DIR is the class's record for the term, locked while a run writes to
@@ -28,7 +29,6 @@
 
 from __future__ import annotations
 
-import importlib
 import os
 import shutil
 import signal
@@ -48,6 +48,7 @@ from autograder.harness.nbgrader_course import nbgrader_environment
 from autograder.records import Result, Task
 from autograder.reports.class_record import (changes, class_rows, keep_submitted, kept_instead, row, submitted_tasks,
                                              write_nbgrader_config)
+from autograder.reports.gradebook import read_manual_scores
 from autograder.reports.grades_csv import write_grades
 from autograder.reports.output_folder import OutputFolder
 from autograder.reports.recorded import recorded_submissions
@@ -58,6 +59,7 @@ from autograder.sandbox.probe import SandboxUnavailable
 from autograder.submissions.find import SubmissionsUnreadable, find, normal_id, select, valid_student_id
 from autograder.workers.dispatch import Dispatcher, KernelSet, grading_weight
 from autograder.workers.pool import Pool, WorkerStartError
+from autograder.workers.recorder import GradebookUnwritable
 
 
 def grade(options: Options) -> int:
@@ -98,7 +100,7 @@ def _grade(options: Options, out: OutputFolder) -> int:
         plan = make_plan(options, out, course, found, earlier, pool, dispatcher, scratch, timeline)
         print(f"grading {len(plan.tasks)} submissions of {len(found)} students {dispatcher.describe()}\n"
               f"{plan.isolation.described}", file=sys.stderr)
-        return _grade_tasks(plan, dispatcher, scratch, timeline)
+        return _grade_tasks(plan, dispatcher, pool, scratch, timeline)
     except SubmissionsUnreadable as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
@@ -106,7 +108,7 @@ def _grade(options: Options, out: OutputFolder) -> int:
         print(f"error: {error}\nTo grade without a sandbox anyway (student code then runs as you, with resource "
               "limits only), pass --no-isolate.", file=sys.stderr)
         return 2
-    except (WorkerStartError, SecretUnusable) as error:
+    except (WorkerStartError, SecretUnusable, GradebookUnwritable) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     finally:
@@ -127,22 +129,24 @@ def _replace_folder(folder: Path, files: dict[str, str]) -> None:
         (folder / Path(name).name).write_text(text)
 
 
-def _grade_tasks(plan: RunPlan, dispatcher: Dispatcher, scratch: Path, timeline: Timeline | None = None) -> int:
-    """Grade what ``plan``'s tasks need graded on ``dispatcher``, keep the rest, and write the class files (each
-    step marked on ``timeline``, where given)."""
-    from autograder.reports.gradebook import ClassGradebook
+def _grade_tasks(plan: RunPlan, dispatcher: Dispatcher, pool: Pool, scratch: Path,
+                 timeline: Timeline | None = None) -> int:
+    """Grade what ``plan``'s tasks need graded on ``dispatcher``, keep the rest, record the results in the class
+    gradebook from a worker of ``pool``'s, and write the class files (each step marked on ``timeline``, where
+    given)."""
     from autograder.reports.report import write_report
+    from autograder.workers.recorder import Recorder
 
     out, tasks, templates, earlier = plan.out, plan.tasks, plan.templates, plan.stored
     progress = Progress(tasks, plan.progress)
     now: dict[tuple[str, str], Stored] = {}  # this run's rows (those that replace a stored one)
-    opened: ClassGradebook | None = None  # the class gradebook, opened (nbgrader imported) when first used
+    opened: Recorder | None = None  # what records the class gradebook, started when first used
     held: set[tuple[str, str]] | None = None  # the submissions it held, read (without nbgrader) when first asked
 
-    def gradebook() -> ClassGradebook:
+    def gradebook() -> Recorder:
         nonlocal opened
         if opened is None:
-            opened = ClassGradebook(plan.db_url, templates)
+            opened = Recorder(pool, plan.db_url, templates)
         return opened
 
     def recorded(where: tuple[str, str], this: Stored) -> bool:
@@ -193,9 +197,7 @@ def _grade_tasks(plan: RunPlan, dispatcher: Dispatcher, scratch: Path, timeline:
     jobs = [plan.job(t, scratch) for t in to_grade]
     compared = submitted_tasks(out, earlier, tasks)
     # The similarity of the class's code needs only the submitted files: it is computed while they are graded.
-    with ThreadPoolExecutor(2) as background:
-        if jobs:  # nbgrader's API (a second or two of imports), which the first verdict needs, while it is graded
-            background.submit(importlib.import_module, "nbgrader.api")
+    with ThreadPoolExecutor(1) as background:
         similar = background.submit(class_similarity, compared, templates, plan.similarity_threshold,
                                     plan.course.source)
         try:
@@ -205,12 +207,12 @@ def _grade_tasks(plan: RunPlan, dispatcher: Dispatcher, scratch: Path, timeline:
                 finish(to_grade[index], result, True)
 
             dispatcher.run(jobs, plan.limits.wall_seconds, graded)
-            every = {**earlier, **now}
-            manual = any(cell.manual for entry in every.values() for cell in entry.result.cells)
-            given = gradebook().manual_scores(every) if manual else {}
         finally:
             if opened is not None:
-                opened.close()
+                opened.close()  # every result recorded and committed before the manual points are read
+        every = {**earlier, **now}
+        manual = any(cell.manual for entry in every.values() for cell in entry.result.cells)
+        given = read_manual_scores(plan.db_url, templates, every) if manual else {}
         similarity = similar.result()
     rows = class_rows({**earlier, **now}, templates, given)
     write_grades(out.grades, rows)

@@ -23,7 +23,7 @@ from course import ROOT
 from course.chapters import REGISTRY, chapters, read_registry
 from course.notebooks import code_cells
 
-FORMAT_VERSION = 3  # 3: the cells are recorded beside the template (`record_cells`)
+FORMAT_VERSION = 3  # 3: the cells are recorded beside the template (`Template.cells_record`)
 
 
 UNREGISTERED = KernelSet(("torch",), None, ())  # an assignment no registry knows: torch, the safe guess (about 2 s)
@@ -78,35 +78,13 @@ def test_imports(source: Path, assignments: Iterable[str]) -> tuple[str, ...]:
     return tuple(sorted(found))
 
 
-CELLS = "cells.json"  # a template's notebooks and graded cells, read from its gradebook once, when it is made
-
-
 def read_template(template: Template) -> Template:
-    """``template`` with its notebooks and graded cells, as `record_cells` wrote them when it was made: reading
-    them needs no nbgrader, so that a run that grades nothing imports none."""
-    recorded = json.loads((template.folder / CELLS).read_text())
+    """``template`` with its notebooks and graded cells, as the worker that made it wrote them
+    (`autograder.harness.nbgrader_course.record_cells`): reading them needs no nbgrader, so that the grader imports
+    none."""
+    recorded = json.loads(template.cells_record.read_text())
     return replace(template, notebooks=tuple(recorded["notebooks"]),
                    cells=tuple((notebook, grade_id, float(points)) for notebook, grade_id, points in recorded["cells"]))
-
-
-def record_cells(template: Template) -> None:
-    """Write ``template``'s notebooks and graded cells (nbgrader's gradebook, in notebook order) into its folder,
-    for `read_template`."""
-    from nbgrader.api import Gradebook
-
-    from autograder.harness.nbgrader_course import course_id
-
-    notebooks = sorted(p.stem for p in template.released.glob("*.ipynb"))
-    cells = []
-    with Gradebook(f"sqlite:///{template.gradebook}", course_id()) as gradebook:
-        for name in notebooks:
-            order = [c["metadata"].get("nbgrader", {}).get("grade_id")
-                     for c in json.loads((template.released / f"{name}.ipynb").read_text())["cells"]]
-            notebook = gradebook.find_notebook(name, template.assignment)
-            grade_cells = [*notebook.grade_cells, *notebook.task_cells]  # a task is graded by hand
-            for cell in sorted(grade_cells, key=lambda c: order.index(c.name) if c.name in order else len(order)):
-                cells.append((name, cell.name, float(cell.max_score)))
-    (template.folder / CELLS).write_text(json.dumps({"notebooks": notebooks, "cells": cells}))
 
 
 def course_notebooks(source: Path) -> dict[str, str]:
@@ -134,7 +112,7 @@ def keyed_templates(course: Course, cache: Path, only: set[str] | None = None) -
 
 def generated(template: Template) -> bool:
     """Whether ``template``'s folder holds it, whole (its cells are written last, before the folder is named)."""
-    return (template.folder / CELLS).exists()
+    return template.cells_record.exists()
 
 
 def prepare_templates(course: Course, cache: Path, pool: Pool, only: set[str] | None = None) -> dict[str, Template]:
@@ -156,7 +134,6 @@ def generate_templates(source: Path, templates: Mapping[str, Template], pool: Po
     def done(index: int, result: Result) -> None:
         partial = jobs[index].template
         if result.status is Status.DONE:
-            record_cells(partial)
             partial.folder.rename(templates[missing[index]].folder)
         else:
             shutil.rmtree(partial.folder, ignore_errors=True)

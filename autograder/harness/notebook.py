@@ -46,7 +46,7 @@ from autograder.harness.autograde import Assignment, Assignments, autograde, pre
 from autograder.harness.execute import TrustedExecute
 from autograder.harness.feedback import MESSAGE_LIMIT, incidents, sanitize_for_feedback, shorten
 from autograder.harness.feedback_page import CompiledTemplates, feedback_pages
-from autograder.harness.nbgrader_course import generate_assignment, job_log, logged
+from autograder.harness.nbgrader_course import generate_assignment, job_log, logged, record_cells
 from autograder.harness.timings import JobClock, job_timings, read_kernel_times
 from autograder.records import GenerateJob, Job, Result
 from autograder.sandbox.bwrap import (KERNEL_NAME, Channel, environment, kernel_argv, new_channel,
@@ -79,7 +79,8 @@ def grading_config(db_url: str, cell_timeout: int, home: Path, sockets: Path, ch
 
 
 def generate(job: GenerateJob) -> Result:
-    """The template of one assignment in ``job.template.folder``: its released files and its gradebook."""
+    """The template of one assignment in ``job.template.folder``: its released files, its gradebook and its graded
+    cells (`record_cells`)."""
     template = job.template
     template.folder.mkdir(parents=True, exist_ok=True)
     error_log = generate_assignment(template.assignment, Path(job.root), job.source_directory,
@@ -87,6 +88,7 @@ def generate(job: GenerateJob) -> Result:
     if error_log:
         return Result("failed", f"nbgrader generate_assignment {template.assignment} failed: "
                                 f"{_failure_reason(error_log)}")
+    record_cells(template)
     return Result("done")
 
 

@@ -31,14 +31,10 @@ def with_manual_points(out: Path, grades: Grades, db_url: str = "") -> tuple[Gra
         return grades, 0
     from sqlalchemy.exc import SQLAlchemyError
 
-    from autograder.reports.gradebook import ClassGradebook
+    from autograder.reports.gradebook import read_manual_scores
 
     try:
-        gradebook = ClassGradebook(db_url or folder.gradebook_url, {})
-        try:
-            given = gradebook.manual_scores(manual)
-        finally:
-            gradebook.close()
+        given = read_manual_scores(db_url or folder.gradebook_url, {}, manual)
     except SQLAlchemyError as error:
         raise ExportError(f"cannot read the manual points in {db_url or folder.gradebook} "
                           f"({type(error).__name__}): pass the --db that grade was given") from None

@@ -4,6 +4,8 @@ The class gradebook is where manual grading happens (nbgrader's formgrader or it
 graded answer or task is recorded as needing a manual grade (no auto score), a manual score given there is
 never overwritten by a later run, and `ClassGradebook.manual_scores` reads the points given back.
 
+A run's results are recorded by a worker of their own (`autograder.workers.recorder`), so that the grader imports
+no nbgrader; the grader reads the manual points (`read_manual_scores`) once they are all recorded.
 `ClassGradebook.record` commits in batches (every `BATCH` results or `BATCH_SECONDS`, and on `close`): a run that
 dies loses at most the last batch from the gradebook, never a grade, since every result is stored before it is
 recorded (`autograder.reports.state.save_state`) and the next run records the stored results again. nbgrader's
@@ -166,3 +168,13 @@ class ClassGradebook:
             self.commit()
         finally:
             self.gradebook.close()
+
+
+def read_manual_scores(db_url: str, templates: dict[str, Template],
+                       stored: dict[tuple[str, str], Stored]) -> ManualScores:
+    """`ClassGradebook.manual_scores` of ``stored`` in the gradebook ``db_url``, opened for it and closed after."""
+    gradebook = ClassGradebook(db_url, templates)
+    try:
+        return gradebook.manual_scores(stored)
+    finally:
+        gradebook.close()

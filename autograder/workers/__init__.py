@@ -1,7 +1,8 @@
-"""The processes that grade: the local pool, the worker forks, the worker's main and the Dask pool, and the
-`dispatch.Dispatcher` protocol the two pools share.
+"""The processes that grade: the local pool, the worker forks, the worker's main, the class gradebook's recorder
+and the Dask pool, and the `dispatch.Dispatcher` protocol the two pools share.
 
 Processes: `dispatch`, `pool`, `forks` (its parent) and `dask_pool` run in the grader; `worker` and `forks` (its
-children) in a worker; `dask_worker` in a Dask worker.
-Imports: autograder.harness, autograder.sandbox, autograder.records, autograder.milestones.
+children) in a worker; `recorder` on both sides (`Recorder` in the grader, `Recording` in the worker that writes the
+class gradebook); `dask_worker` in a Dask worker.
+Imports: autograder.harness, autograder.sandbox, autograder.records, autograder.milestones, autograder.reports.
 """

@@ -25,7 +25,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from autograder.harness.nbgrader_course import nbgrader_environment
-from autograder.records import GenerateJob, Job, Result
+from autograder.records import GenerateJob, Job, RecordJob, Result
 from autograder.sandbox.bwrap import describe_isolation, describe_start
 from autograder.sandbox.guards import kill_group
 from autograder.sandbox.limits import START_SECONDS
@@ -121,7 +121,7 @@ class Worker:
             raise WorkerStartError(f"a grading worker could not start: {cause}")
         self.ready = True
 
-    def run(self, job: Job | GenerateJob, timeout: float, needs: tuple[str, ...] = ()) -> Result:
+    def run(self, job: Job | GenerateJob | RecordJob, timeout: float, needs: tuple[str, ...] = ()) -> Result:
         """Send a job, once the worker has ``needs`` imported (`needs_of`); its result, or a failure when the worker
         died or took longer than ``timeout``."""
         self.start(needs)
@@ -173,6 +173,7 @@ class Pool:
         logs.mkdir(parents=True, exist_ok=True)
         self.workers = [Worker(i, env, logs / f"worker-{i}.log", python) for i in range(jobs)]
         self.forks: WorkerForks | None = None
+        self.recorders: list[Worker] = []  # `recording_worker`
         self.modules: tuple[str, ...] = ()  # `prepare`
         self.logs = logs
         self.closing = threading.Event()
@@ -243,9 +244,16 @@ class Pool:
             for worker in self.workers:
                 worker.forks = self.forks
 
+    def recording_worker(self) -> Worker:
+        """A worker that grades nothing, for the class gradebook (`autograder.workers.recorder`); stopped with the rest."""
+        first = self.workers[0]
+        self.recorders.append(Worker(len(self.workers), first.env, self.logs / "recorder.log", first.python))
+        self.recorders[-1].forks = self.forks
+        return self.recorders[-1]
+
     def logs_of_workers(self) -> tuple[Path, ...]:
         """The logs of the worker forks and the workers (`autograder.milestones`): trusted processes' only."""
-        return (self.logs / "workers.log", *(worker.log for worker in self.workers))
+        return (self.logs / "workers.log", *(worker.log for worker in (*self.workers, *self.recorders)))
 
     def isolation(self, isolate: bool, warm: bool) -> Isolation:
         """How this machine's kernels run (`isolation_line`): the warm probe is forked from the zygote of the run's
@@ -280,7 +288,7 @@ class Pool:
     def close(self) -> None:
         """Stop the workers and the zygotes (their sandboxes die with them)."""
         self.closing.set()
-        for worker in self.workers:
+        for worker in (*self.workers, *self.recorders):
             worker.stop()
         if self.forks is not None:
             self.forks.close()

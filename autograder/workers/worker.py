@@ -1,11 +1,13 @@
 """The worker process's main: ``python -m autograder.workers.worker``, one job at a time.
 
 `autograder.workers.pool` starts these processes, or forks them warm (`autograder.workers.forks`, which calls
-`run`): each says it is ready once nbgrader is imported, then reads one job per line (JSON,
-`autograder.records.Job.to_json`, or a `autograder.records.GenerateJob`) on stdin and answers one result per line
-(`autograder.records.Result.to_json`) on what was its stdout; what it prints goes to its log (stderr). A job is
-graded by `autograder.harness.notebook.grade_submission`, in this process, so that a hostile notebook takes down
-no more than its own worker. The worker keeps its connections to the zygotes and its compiled feedback templates (`Kept`) from job to job.
+`run`): each says it is ready once nbgrader is imported, then reads one job per line (JSON: a
+`autograder.records.Job`, a `autograder.records.GenerateJob` or a `autograder.records.RecordJob`) on stdin and
+answers one result per line (`autograder.records.Result.to_json`) on what was its stdout; what it prints goes to
+its log (stderr). A job is graded by `autograder.harness.notebook.grade_submission`, in this process, so that a
+hostile notebook takes down no more than its own worker. The worker keeps its connections to the zygotes and its
+compiled feedback templates (`Kept`) from job to job; the worker that records the class gradebook, that gradebook
+(`autograder.workers.recorder.Recording`).
 """
 
 from __future__ import annotations
@@ -18,18 +20,22 @@ from pathlib import Path
 
 from autograder.milestones import milestone
 from autograder.harness.notebook import Kept, generate, grade_submission
-from autograder.records import GenerateJob, Result, read_job
+from autograder.records import GenerateJob, RecordJob, Result, read_job
 from autograder.sandbox.guards import die_with_parent, watch_parent
 from autograder.sandbox.limits import WORKER_HEADROOM
+from autograder.workers.recorder import Recording
 
 FIRST_JOBS = 3  # the jobs of each worker whose start and end are milestones (`autograder.milestones`)
 
 
-def run_job(line: str, kept: Kept) -> Result:
-    """One line of the worker protocol: a `GenerateJob` (a template) or a `Job` (notebooks read from their paths)."""
+def run_job(line: str, kept: Kept, recording: Recording) -> Result:
+    """One line of the worker protocol: a `GenerateJob` (a template), a `RecordJob` (results into the class
+    gradebook, `autograder.workers.recorder`) or a `Job` (notebooks read from their paths)."""
     job = read_job(line)
     if isinstance(job, GenerateJob):
         return generate(job)
+    if isinstance(job, RecordJob):
+        return recording.apply(job)
     # Outputs pile up in this process while a notebook prints: a flood ends this worker, not the machine.
     _, hard = resource.getrlimit(resource.RLIMIT_AS)
     resource.setrlimit(resource.RLIMIT_AS, (job.limits.memory_bytes + WORKER_HEADROOM, hard))
@@ -57,11 +63,12 @@ def run(kept: Kept | None = None) -> None:
     answers.write(json.dumps({"ready": os.getpid()}) + "\n")
     answers.flush()
     kept = kept if kept is not None else Kept()
+    recording = Recording()
     for number, line in enumerate(sys.stdin):
         if number < FIRST_JOBS:
             milestone(who, f"job {number + 1} taken")
         try:
-            result = run_job(line, kept)
+            result = run_job(line, kept, recording)
         except Exception as error:  # noqa: BLE001 - a failure of one submission is reported, not fatal
             # The grader's own failure, not the student's: not stored, graded again on the next run.
             result = Result("failed", f"grading failed: {type(error).__name__}: {error}", transient=True)

@@ -132,6 +132,22 @@ def test_a_rerun_with_every_result_stored_starts_nothing_and_imports_nothing_hea
         assert dict(db.execute(SCORES_BY_STUDENT)) == {"ada": 5.0, "b.rown-2": 3.0, "cy": 5.0}
 
 
+def test_a_run_that_grades_leaves_nbgrader_to_the_workers(first_run) -> None:
+    # The gradebook is recorded by a worker of its own, the templates' cells by the workers that make them: the
+    # grader imports none of nbgrader (a second of a core beside the workers), and every score reaches the gradebook.
+    root = first_run["root"] / "graded-again"
+    submissions, out = root / "submissions", root / "out"
+    shutil.copytree(first_run["out"] / ".cache", OutputFolder(out).cache)
+    _class(submissions, first_run["released"])
+    done = subprocess.run([sys.executable, "-c", RERUN, "grade", submissions, "--out", out, *map(str, OPTIONS[2:]),
+                           "--jobs", "2"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    said = json.loads(done.stdout.splitlines()[-1])
+    assert said["status"] == 0, done.stderr
+    assert said["imported"] == [], "the grader imports no torch and no nbgrader: its workers do"
+    with sqlite3.connect(OutputFolder(out).gradebook) as db:
+        assert dict(db.execute(SCORES_BY_STUDENT)) == {"ada": 5.0, "b.rown-2": 3.0, "cy": 0.0}
+
+
 def test_interrupted_run_resumes(first_run) -> None:
     root = first_run["root"]
     submissions, out = root / "many", root / "out-interrupted"

@@ -27,7 +27,7 @@ from autograder.reports.state import load_state, save_state
 from autograder.submissions.find import find
 from autograder.workers.dispatch import Dispatcher, Isolation, KernelSet
 from course import ROOT
-from tests.grading_helpers import FIXTURE_SOURCE, InstantPool, NoGradebook, plan_of, read_grades
+from tests.grading_helpers import FIXTURE_SOURCE, InstantPool, NoRecorder, plan_of, read_grades
 
 JOB = Job(Template("toy", "key", Path("/nonexistent"), ("toy",), ()), {"toy": None}, Limits(), isolate=True)
 
@@ -222,10 +222,10 @@ def test_release_copies_only_the_assignments_own_files(tmp_path: Path) -> None:
 
 
 def test_a_rerun_shows_a_tasks_note_once(tmp_path: Path, monkeypatch) -> None:
-    from autograder.reports import gradebook
+    from autograder.workers import recorder
     from autograder.grading import run as grade
 
-    monkeypatch.setattr(gradebook, "ClassGradebook", NoGradebook)
+    monkeypatch.setattr(recorder, "Recorder", NoRecorder)
     template = Template("toy", "key", tmp_path / "template", ("toy",), (("toy", "test_add", 1.0),))
     note = "misnamed notebook: graded mine.ipynb as toy.ipynb"
     task = Task("ada", "toy", {"toy": str(tmp_path / "mine.ipynb")}, note=note, key="k")
@@ -234,6 +234,6 @@ def test_a_rerun_shows_a_tasks_note_once(tmp_path: Path, monkeypatch) -> None:
                               feedback={"toy.html": "<p>your grade</p>"}))
     options = Options(tmp_path / "in", tmp_path / "out", 1, progress=False)
     for run in range(2):  # the second run reuses the stored result
-        assert grade._grade_tasks(plan_of(options, [task], {"toy": template}), pool, tmp_path) == 0
+        assert grade._grade_tasks(plan_of(options, [task], {"toy": template}), pool, pool, tmp_path) == 0
         assert read_grades(tmp_path / "out")[("ada", "toy")]["reason"] == note, f"run {run + 1}"
     assert pool.jobs == 1, "the second run should have reused the stored result"

@@ -20,7 +20,7 @@ from autograder.harness.hidden_seed import HIDDEN_KEY, derived_seed
 from autograder.harness.graded_cells import TrustedCells
 from course.chapters import chapter, chapters
 from course.notebooks import code_cells, solution_sources, student_notebook
-from tests.grading_helpers import InstantPool, NoGradebook, grade_cli, plan_of, read_grades, write_submission
+from tests.grading_helpers import InstantPool, NoRecorder, grade_cli, plan_of, read_grades, write_submission
 from tests.stand_in import StandIn, run_notebook, score
 
 CH1 = chapter("01_similarity")
@@ -96,15 +96,15 @@ class RecordingPool(InstantPool):
 
 
 def _keys(tmp_path: Path, out: Path, tasks: list[Task], monkeypatch, secret_file: Path | None = None) -> list[str]:
-    from autograder.reports import gradebook
+    from autograder.workers import recorder
     from autograder.grading import run as grade
 
-    monkeypatch.setattr(gradebook, "ClassGradebook", NoGradebook)
+    monkeypatch.setattr(recorder, "Recorder", NoRecorder)
     pool = RecordingPool(Result("graded", "", (CellResult(CH1.notebook, "test_dot", 1.0, 1.0, True, ""),)))
     templates = {CH1.slug: _template(tmp_path / "template" / out.name)}
     out.mkdir(exist_ok=True)
     options = Options(tmp_path / "in", out, 1, progress=False, force=True, secret_file=secret_file)
-    assert grade._grade_tasks(plan_of(options, tasks, templates), pool, tmp_path) == 0
+    assert grade._grade_tasks(plan_of(options, tasks, templates), pool, pool, tmp_path) == 0
     for job in pool.given:
         secret = (secret_file or OutputFolder(out).secret).read_text().strip()
         assert secret not in job.to_json(), "a job carries its hand-in's key, never the instructor's secret"

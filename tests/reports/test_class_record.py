@@ -28,15 +28,15 @@ from tests.grading_helpers import (FIXTURE_SOURCE, InstantPool, grade_cli, grade
 TOY = Template("toy", "key", Path("/nonexistent"), ("toy",), (("toy", "test_add", 1.0),))
 
 
-class RecordingGradebook:
-    """Stands in for `autograder.reports.gradebook.ClassGradebook`: which (student, assignment) each run recorded."""
+class RecordingRecorder:
+    """Stands in for `autograder.workers.recorder.Recorder`: which (student, assignment) each run recorded."""
 
     recorded: list[tuple[str, str, str]] = []
 
     def __init__(self, *args) -> None: ...
 
     def record(self, task: Task, result: Result) -> None:
-        RecordingGradebook.recorded.append((task.student, task.assignment, result.status))
+        RecordingRecorder.recorded.append((task.student, task.assignment, result.status))
 
     def manual_scores(self, *args) -> dict:
         return {}
@@ -46,15 +46,16 @@ class RecordingGradebook:
 
 def _run(tmp_path: Path, monkeypatch, tasks: list[Task], result: Result, capsys=None) -> tuple[int, str]:
     from autograder.grading import run as grade
-    from autograder.reports import gradebook
+    from autograder.workers import recorder
 
-    monkeypatch.setattr(gradebook, "ClassGradebook", RecordingGradebook)
-    RecordingGradebook.recorded = []
+    monkeypatch.setattr(recorder, "Recorder", RecordingRecorder)
+    RecordingRecorder.recorded = []
     for task in tasks:
         for path in filter(None, task.notebooks.values()):
             Path(path).write_text("{}")
     options = Options(tmp_path / "in", tmp_path / "out", 1, progress=False)
-    status = grade._grade_tasks(plan_of(options, tasks, {"toy": TOY}), InstantPool(result), tmp_path)
+    pool = InstantPool(result)
+    status = grade._grade_tasks(plan_of(options, tasks, {"toy": TOY}), pool, pool, tmp_path)
     return status, capsys.readouterr().err if capsys else ""
 
 
@@ -74,7 +75,7 @@ def test_a_no_submission_never_replaces_a_stored_grade(tmp_path: Path, monkeypat
     out = OutputFolder(tmp_path / "out")
     assert read_grades(out.root)[("ada", "toy")]["score"] == "1", "the stored grade was replaced"
     assert (out.feedback("ada", "toy") / "toy.html").exists(), "the stored feedback page was deleted"
-    assert RecordingGradebook.recorded == [], "a 'no submission' zeroed the gradebook's scores"
+    assert RecordingRecorder.recorded == [], "a 'no submission' zeroed the gradebook's scores"
 
 
 def test_a_one_student_regrade_keeps_every_row_of_the_class_files(tmp_path: Path, monkeypatch) -> None:

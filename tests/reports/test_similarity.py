@@ -21,7 +21,7 @@ from autograder.reports.similarity import (DEFAULT_THRESHOLD, MAX_CODE_CHARS, RE
 from benchmarks.similarity import copies, independent_right_answers, rename
 from course.chapters import chapter, chapters
 from course.notebooks import solution_sources, student_notebook
-from tests.grading_helpers import InstantPool, NoGradebook, plan_of
+from tests.grading_helpers import InstantPool, NoRecorder, plan_of
 
 CH1 = chapter("01_similarity")
 STARTER = solution_sources(CH1.exercise)
@@ -160,18 +160,18 @@ def _template(folder: Path) -> Template:
 
 
 def test_similarity_reaches_the_instructor_never_the_feedback(tmp_path: Path, monkeypatch) -> None:
-    from autograder.reports import gradebook
+    from autograder.workers import recorder
     from autograder.grading import run as grade
 
     # Every submission "graded" at once, with a feedback page of its own.
     pool = InstantPool(Result("graded", "", (CellResult(CH1.notebook, "test_dot", 1.0, 1.0, True, ""),),
                               feedback={f"{CH1.notebook}.html": "<p>your grade</p>"}))
-    monkeypatch.setattr(gradebook, "ClassGradebook", NoGradebook)
+    monkeypatch.setattr(recorder, "Recorder", NoRecorder)
     templates = {CH1.slug: _template(tmp_path / "template")}
     tasks = [Task(s, CH1.slug, _submit(tmp_path / "in", s, a)) for s, a in (("ada", ORIGINAL), ("bob", RENAMED))]
     out = tmp_path / "out"
     options = Options(tmp_path / "in", out, 1, progress=False, similarity_threshold=DEFAULT_THRESHOLD)
-    assert grade._grade_tasks(plan_of(options, tasks, templates), pool, tmp_path) == 0
+    assert grade._grade_tasks(plan_of(options, tasks, templates), pool, pool, tmp_path) == 0
     with open(OutputFolder(out).similarity, newline="") as handle:
         rows = list(csv.DictReader(handle))
     assert [(r["assignment"], r["student_a"], r["student_b"]) for r in rows] == [(CH1.slug, "ada", "bob")]
@@ -186,7 +186,7 @@ def test_similarity_reaches_the_instructor_never_the_feedback(tmp_path: Path, mo
         assert text == "<p>your grade</p>", f"{page} holds more than the student's own feedback"
 
     off = Options(tmp_path / "in", out, 1, progress=False, similarity_threshold=None)
-    assert grade._grade_tasks(plan_of(off, tasks, templates), pool, tmp_path) == 0
+    assert grade._grade_tasks(plan_of(off, tasks, templates), pool, pool, tmp_path) == 0
     assert not OutputFolder(out).similarity.exists() and "Similar code" not in OutputFolder(out).report.read_text()
 
 

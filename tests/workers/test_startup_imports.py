@@ -1,9 +1,9 @@
-"""What the grader and each worker import before their first job builds no parser it never uses.
+"""What each worker imports before its first job builds no parser it never uses.
 
 jsonschema 4.25 and later, when rfc3987-syntax is installed (jupyter-events' ``format-nongpl`` extra pulls it in),
-compile that package's Earley grammar for the ``iri`` format as nbformat imports them: about 1.5 CPU-s in the grader
-and again in the worker forks, on the path to the first verdict. requirements.txt pins the last jsonschema that leaves
-it out; this test fails where a newer one comes back.
+compile that package's Earley grammar for the ``iri`` format as nbformat imports them: about 1.5 CPU-s in the worker
+forks (and in a worker started alone), on the path to the first verdict. requirements.txt pins the last jsonschema
+that leaves it out; this test fails where a newer one comes back.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from importlib.metadata import version
 
 from course import ROOT
 
-# What the grader (nbgrader's API: the gradebooks) and a worker (`autograder.workers.worker.prepare`) import first.
+# What a worker imports first (`autograder.workers.worker.prepare`; nbgrader's API: the gradebooks).
 STARTUP = "import nbgrader.api; from autograder.workers import worker; worker.prepare()"
 PARSERS = ("rfc3987_syntax", "lark")
 
