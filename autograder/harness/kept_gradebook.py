@@ -5,8 +5,9 @@ AssignLatePenalties) each open ``Gradebook(db_url)`` on every notebook: a fresh 
 compiled again, the tables inspected, the course checked), and SaveAutoGrades commits once per graded cell.
 `KeptGradebook` is made once per kept assignment (`autograder.harness.autograde.Assignment`): one engine, one
 connection, its compiled queries kept. `KeptGradebook.job` opens one transaction for a job; the steps' commits
-inside it are savepoints (SQLAlchemy's ``join_transaction_mode="create_savepoint"``), and the job ends by rolling
-the whole transaction back, so nothing reaches the disk and no job's rows reach the next.
+inside it are savepoints (SQLAlchemy's ``join_transaction_mode="create_savepoint"``) that keep what the session
+loaded (``expire_on_commit=False``), and the job ends by rolling the whole transaction back, so nothing reaches the
+disk and no job's rows reach the next.
 
 The ``Kept*`` steps are nbgrader's, subclassed: each takes the kept gradebook (its ``kept`` trait) where nbgrader's
 opens one from ``resources['nbgrader']['db_url']``, and does what nbgrader's ``preprocess`` does with it.
@@ -53,8 +54,10 @@ class KeptGradebook(Gradebook):
         event.listen(self.engine, "begin", _begin)
         self.engine.dispose()  # nbgrader's set-up connected before these events were listened to
         self.connection = self.engine.connect()
+        # Nothing but this session writes the job's rows: a commit (a savepoint's end) need not expire what it
+        # loaded, which nbgrader's steps would otherwise load again, row by row, after every graded cell.
         self.db = scoped_session(sessionmaker(bind=self.connection, autoflush=True, future=True,
-                                              join_transaction_mode="create_savepoint"))
+                                              expire_on_commit=False, join_transaction_mode="create_savepoint"))
 
     @contextmanager
     def job(self) -> Iterator[KeptGradebook]:
