@@ -4,7 +4,6 @@ needs is replaced by one forked with it (`autograder.workers.forks`, `autograder
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,14 +17,6 @@ from autograder.sandbox.limits import Limits
 from autograder.workers.dispatch import KernelSet, grading_weight
 from autograder.workers.forks import FIRST_JOB, SESSION, covers
 from autograder.workers.pool import Pool, needs_of
-
-
-@pytest.fixture
-def pool(tmp_path: Path) -> Iterator[Pool]:
-    """A pool of two workers (forked from one warm process) that logs to ``tmp_path/logs``, closed after the test."""
-    made = Pool(2, tmp_path / "logs")
-    yield made
-    made.close()
 
 
 def test_a_fork_waits_for_what_it_needs_only(tmp_path: Path, pool: Pool) -> None:
