@@ -65,7 +65,8 @@ from autograder.workers.recorder import GradebookUnwritable
 def grade(options: Options) -> int:
     """Grade every submission; returns the exit status: 0 when everything handed in was graded, 1 when some of
     it could not be (the reasons are in grades.csv), 2 when SUBMISSIONS cannot be read or nothing was graded,
-    or when the output folder cannot be made or another run is writing to it."""
+    when the output folder cannot be made or another run is writing to it, or when the class gradebook cannot be
+    written."""
     out = OutputFolder(options.out)
     return under_lock(out, lambda: _grade(options, out))
 

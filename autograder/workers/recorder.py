@@ -62,7 +62,10 @@ class Recorder:
                 continue
             job = RecordJob(self.db_url, {task.assignment: self.templates[task.assignment] for task, _ in batch},
                             batch, close=last)
-            answer = self.worker.run(job, RECORD_SECONDS)
+            try:
+                answer = self.worker.run(job, RECORD_SECONDS)
+            except Exception as error:  # noqa: BLE001 - a worker that cannot start: `close` raises it
+                answer = Result(Status.FAILED, str(error))
             if answer.status is not Status.DONE:
                 self.failure = answer.reason
 

@@ -142,6 +142,18 @@ def test_a_run_that_grades_leaves_nbgrader_to_the_workers(first_run) -> None:
     assert first_run["said"]["imported"] == [], "the grader imports no torch and no nbgrader: its workers do"
 
 
+def test_a_gradebook_that_cannot_be_written_stops_the_run_and_keeps_the_grades(first_run) -> None:
+    out, submissions = first_run["out"], first_run["submissions"]
+    assert grade_cli(submissions, "--out", out, *OPTIONS).returncode == 0  # every result stored
+    before = OutputFolder(out).grades.read_text()
+    unwritable = f"sqlite:///{first_run['root'] / 'no-such-folder' / 'gradebook.db'}"
+    done = grade_cli(submissions, "--out", out, *OPTIONS, "--db", unwritable)
+    assert done.returncode == 2, done.stderr
+    assert f"error: the class gradebook {unwritable} could not be written: OperationalError" in done.stderr
+    assert "the grades are stored, and the next run records them again" in done.stderr
+    assert OutputFolder(out).grades.read_text() == before, "grades.csv keeps every grade"
+
+
 def test_interrupted_run_resumes(first_run) -> None:
     root = first_run["root"]
     submissions, out = root / "many", root / "out-interrupted"

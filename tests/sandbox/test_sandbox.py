@@ -28,7 +28,7 @@ from autograder.workers.pool import Pool, WorkerStartError
 from autograder.sandbox.bwrap import command, environment, prepare_home, socket_link
 from course import ROOT
 from tests.sandbox import sandbox_attacks as attacks
-from tests.grading_helpers import (FIXTURE_SOURCE, HIDDEN_MARKER, grade_cli, read_grades,
+from tests.grading_helpers import (FIXTURE_SOURCE, HIDDEN_MARKER, grade_cli, gradebook_scores, read_grades,
                                    require_sandbox, student_notebook, write_submission)
 from tests.unprivileged import course_copy, give, grade_as_unprivileged, unprivileged_folder, unprivileged_python
 
@@ -95,6 +95,10 @@ def test_unprivileged_instructor_grades_the_class(unprivileged_run) -> None:
             for student in [*unprivileged_run["answers"], *NAMES]} == dict.fromkeys([*unprivileged_run["answers"], *NAMES],
                                                                                ("5", "")), rows
     assert rows[("hoarder", "toy")]["reason"].startswith("not graded: too large: the notebook filled its home, the 64 MiB")
+    # The class gradebook, written by the run's recording worker (forked as the unprivileged instructor's), holds them.
+    scores = gradebook_scores(OutputFolder(unprivileged_run["out"]).gradebook)
+    assert {student: scores.get((student, "toy")) for student in unprivileged_run["answers"]} == \
+        dict.fromkeys(unprivileged_run["answers"], 5.0), scores
 
 
 @pytest.mark.slow
