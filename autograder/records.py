@@ -69,6 +69,11 @@ class Template:
         return self.folder / "cells.json"
 
     @property
+    def feedback_record(self) -> Path:
+        """The HTML of its instructor's cells on a feedback page, rendered once, when it is made."""
+        return self.folder / "feedback-cells.json"
+
+    @property
     def max_score(self) -> float:
         return sum(points for _, _, points in self.cells)
 

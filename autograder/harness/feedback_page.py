@@ -9,15 +9,19 @@ alt text, and writes the page. `render_feedback` takes the sanitised notebook
 (`autograder.harness.feedback.sanitize_for_feedback`) and the job's `CellResult`s instead: `CellScores` does
 GetGrades' work from them, `ImageAltText` puts the alt text in before rendering, and the pygments CSS is made once.
 One `FeedbackExporter` per worker (`CompiledTemplates`, kept in `autograder.harness.notebook.Kept`) compiles the
-template on the first page and keeps the highlighted source of the instructor's cells, the same in every submission.
+template on the first page and keeps the HTML of the instructor's cells, the same in every submission: the worker that
+makes a template renders its released notebooks once and writes that HTML beside it (`record_instructor_cells`), and
+each worker reads it before its first page of the assignment (`CompiledTemplates.load`).
 """
 
 from __future__ import annotations
 
+import json
 import sys
 import tempfile
 from collections.abc import Mapping, Sequence
 from functools import cached_property
+from pathlib import Path
 from typing import Any
 
 import nbformat
@@ -32,14 +36,16 @@ from nbgrader.utils import compute_checksum, is_grade, is_solution, is_task
 from jinja2 import pass_context
 from traitlets import Bool
 
-from autograder.harness.feedback import wrapped
+from autograder.harness.feedback import sanitize_for_feedback, wrapped
 from autograder.harness.safe_html import restored_by_nbgrader, with_csp
-from autograder.records import CellResult
+from autograder.records import CellResult, Template
 
 NO_RESPONSE = "No response."  # nbgrader's SaveAutoGrades: the comment on an answer cell the student left as released
 NO_ALT = "No description has been provided for this image"  # nbconvert's HTMLExporter: an image without alt text
 IMAGES = ("image/png", "image/jpeg")  # outputs the classic template shows as <img> (SVG: SafeOutputs drops it)
 KEPT_CELLS = 4096  # highlighted instructor's cells a worker keeps at most (a course has a few hundred)
+# What ipykernel says of its language, which nbclient writes into every notebook it runs: the lexer of a graded page.
+KERNEL_LANGUAGE = (("name", "python"), ("pygments_lexer", "ipython3"))
 
 
 class CellScores(Preprocessor):
@@ -175,11 +181,28 @@ class FeedbackExporter(HTMLExporter):
 
 class CompiledTemplates:
     """What a worker keeps to render feedback pages (`autograder.harness.notebook.Kept`): one `FeedbackExporter`,
-    made on the first page, whose compiled template and highlighted instructor's cells serve every later one."""
+    made on the first page, whose compiled template and HTML of the instructor's cells serve every later one."""
+
+    def __init__(self) -> None:
+        self.read: set[Path] = set()  # the records of instructor's cells read (`load`)
 
     @cached_property
     def exporter(self) -> FeedbackExporter:
         return FeedbackExporter()
+
+    def load(self, record: Path) -> None:
+        """Keep the HTML of a template's instructor's cells, as `record_instructor_cells` wrote it when the template
+        was made, so that the first page of its assignment highlights only what the student wrote; read once (none
+        where the template has no record: its pages highlight every cell)."""
+        if record in self.read or not record.exists():
+            return
+        self.read.add(record)
+        given = json.loads(record.read_text())
+        exporter = self.exporter
+        for source, lexer, magics, html in given["code"][:KEPT_CELLS - len(exporter.highlighted)]:
+            exporter.highlighted[(source, lexer, magics)] = html
+        for source, html in given["markdown"][:KEPT_CELLS - len(exporter.rendered)]:
+            exporter.rendered[source] = html
 
     def warm(self) -> None:
         """Render a page of one Markdown cell and one code cell with its output, and throw it away: the template is
@@ -189,7 +212,7 @@ class CompiledTemplates:
         code = nbformat.v4.new_code_cell("def f(x):\n    return x", execution_count=1,
                                          outputs=[nbformat.v4.new_output("stream", name="stdout", text="warm")])
         notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("*warm* `up`"), code],
-                                            metadata={"language_info": {"name": "python", "pygments_lexer": "ipython3"}})
+                                            metadata={"language_info": dict(KERNEL_LANGUAGE)})
         render_feedback(notebook, "warm-up", (), self)
 
 
@@ -203,6 +226,28 @@ def render_feedback(notebook: nbformat.NotebookNode, name: str, cells: Sequence[
     resources = {"nbgrader": {"notebook": name, "results": results}, "metadata": {"name": name, "path": ""}}
     page, _ = templates.exporter.from_notebook_node(notebook, resources)
     return with_csp(wrapped(page))
+
+
+def record_instructor_cells(template: Template, templates: CompiledTemplates) -> None:
+    """Render the page of every released notebook of ``template`` as a submission that kept its instructor's cells
+    shows it (their sources restored from the template's gradebook, as nbgrader's OverwriteCells restores them, then
+    sanitised, run by a kernel) through ``templates``, and write the HTML of those cells that they keep (locked, with
+    a ``grade_id``) to `Template.feedback_record`, for `CompiledTemplates.load`."""
+    from nbgrader.preprocessors import OverwriteCells
+
+    sources = set()
+    for path in sorted(template.released.glob("*.ipynb")):
+        resources = {"nbgrader": {"notebook": path.stem, "assignment": template.assignment,
+                                  "db_url": f"sqlite:///{template.gradebook}"}}
+        notebook, _ = OverwriteCells().preprocess(nbformat.read(path, as_version=4), resources)
+        sanitize_for_feedback(notebook)
+        notebook.metadata["language_info"] = dict(KERNEL_LANGUAGE)
+        render_feedback(notebook, path.stem, (), templates)
+        sources |= {cell.source for cell in notebook.cells if restored_by_nbgrader(cell)}
+    exporter = templates.exporter
+    template.feedback_record.write_text(json.dumps({
+        "code": [[*key, html] for key, html in exporter.highlighted.items() if key[0] in sources],
+        "markdown": [[source, html] for source, html in exporter.rendered.items() if source in sources]}))
 
 
 def feedback_pages(notebooks: Mapping[str, nbformat.NotebookNode], cells: Sequence[CellResult],

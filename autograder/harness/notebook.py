@@ -45,7 +45,7 @@ from autograder.harness.autograde import Assignment, Assignments, autograde, pre
     read_scores
 from autograder.harness.execute import TrustedExecute
 from autograder.harness.feedback import MESSAGE_LIMIT, incidents, sanitize_for_feedback, shorten
-from autograder.harness.feedback_page import CompiledTemplates, feedback_pages
+from autograder.harness.feedback_page import CompiledTemplates, feedback_pages, record_instructor_cells
 from autograder.harness.nbgrader_course import generate_assignment, job_log, logged, record_cells
 from autograder.harness.timings import JobClock, job_timings, read_kernel_times
 from autograder.records import GenerateJob, Job, Result
@@ -78,9 +78,10 @@ def grading_config(db_url: str, cell_timeout: int, home: Path, sockets: Path, ch
     return config
 
 
-def generate(job: GenerateJob) -> Result:
-    """The template of one assignment in ``job.template.folder``: its released files, its gradebook and its graded
-    cells (`record_cells`)."""
+def generate(job: GenerateJob, templates: CompiledTemplates | None = None) -> Result:
+    """The template of one assignment in ``job.template.folder``: its released files, its gradebook, the HTML of its
+    instructor's cells on a feedback page (rendered through ``templates``, the worker's: `record_instructor_cells`)
+    and its graded cells (`record_cells`), written last."""
     template = job.template
     template.folder.mkdir(parents=True, exist_ok=True)
     error_log = generate_assignment(template.assignment, Path(job.root), job.source_directory,
@@ -88,6 +89,7 @@ def generate(job: GenerateJob) -> Result:
     if error_log:
         return Result("failed", f"nbgrader generate_assignment {template.assignment} failed: "
                                 f"{_failure_reason(error_log)}")
+    record_instructor_cells(template, templates or CompiledTemplates())
     record_cells(template)
     return Result("done")
 
@@ -159,6 +161,7 @@ def grade_submission(job: Job, notebooks: dict[str, bytes | None], kept: Kept | 
     view = KernelHome(home, sockets) if job.isolate else None
     try:
         assignment = kept.assignments.get(job.template, job.scratch)
+        kept.templates.load(job.template.feedback_record)
         with assignment.gradebook.job():  # its rows gone when it ends
             return _grade(job, notebooks, workdir, home, view, sockets, zygote, channel, kept.templates, assignment)
     finally:

@@ -33,7 +33,7 @@ def run_job(line: str, kept: Kept, recording: Recording) -> Result:
     gradebook, `autograder.workers.recorder`) or a `Job` (notebooks read from their paths)."""
     job = read_job(line)
     if isinstance(job, GenerateJob):
-        return generate(job)
+        return generate(job, kept.templates)
     if isinstance(job, RecordJob):
         return recording.apply(job)
     # Outputs pile up in this process while a notebook prints: a flood ends this worker, not the machine.

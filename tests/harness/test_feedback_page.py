@@ -18,13 +18,13 @@ import nbformat
 import pytest
 from nbgrader.converters import GenerateFeedback
 
-from autograder.harness.feedback import HIDDEN_OUTPUT, sanitize_for_feedback, wrapped
-from autograder.harness.feedback_page import (NO_ALT, NO_RESPONSE, CellScores, CompiledTemplates, feedback_pages,
-                                              render_feedback)
+from autograder.harness.feedback import HIDDEN_OUTPUT, HIDDEN_PLACEHOLDER, sanitize_for_feedback, wrapped
+from autograder.harness.feedback_page import (KERNEL_LANGUAGE, NO_ALT, NO_RESPONSE, CellScores, CompiledTemplates,
+                                              feedback_pages, record_instructor_cells, render_feedback)
 from autograder.harness.nbgrader_course import course_config, course_id, generate_assignment, run_converter
 from autograder.harness.autograde import MANUAL_PENDING
 from autograder.harness.safe_html import CSP_META, with_csp
-from autograder.records import CellResult
+from autograder.records import CellResult, Template
 from tests.grading_helpers import FIXTURE_SOURCE, MANUAL_ANSWER, MANUAL_TASK, solution_sources, student_notebook
 from tests.harness.test_feedback import (HOSTILE, PNG, TABLE, _active, _Elements, _feedback_page, _student_notebook,
                                          _title_in_chromium)
@@ -266,3 +266,26 @@ def test_a_cell_marked_graded_without_a_result_is_shown_ungraded_and_a_broken_no
     broken.cells[0].source = 5  # nothing nbformat would read, and nothing the page can show
     pages = feedback_pages({"good": notebook, "broken": broken}, (), CompiledTemplates())
     assert list(pages) == ["good.html"] and re.search(r"<title>good</title>", pages["good.html"])
+
+
+def test_a_template_keeps_its_instructors_cells_rendered_for_every_workers_first_page(toy: Toy) -> None:
+    """The worker that makes a template renders its instructor's cells once (`record_instructor_cells`); a worker
+    that reads them (`CompiledTemplates.load`) renders the same pages as one that highlights every cell itself, and
+    highlights only what the student wrote."""
+    template = Template(ASSIGNMENT, "key", toy.root, (NAME,), ())  # toy.root holds gradebook.db and release/toy/
+    record_instructor_cells(template, CompiledTemplates())
+    loaded, fresh = CompiledTemplates(), CompiledTemplates()
+    loaded.load(template.feedback_record)
+    kept, rendered = dict(loaded.exporter.highlighted), dict(loaded.exporter.rendered)
+    # The setup and the four tests (hidden tests as the page shows them), as a kernel's page shows them; the
+    # instructor's Markdown; no student's answer.
+    assert len(kept) == 5 and {lexer for _, lexer, _ in kept} == {dict(KERNEL_LANGUAGE)["pygments_lexer"]}
+    assert sum(HIDDEN_PLACEHOLDER in source for source, _, _ in kept) == 2 and not any(SECRET in h for h in kept.values())
+    assert rendered and not any("return a + b" in source for source, _, _ in kept)
+    for variant in ("reference", "blank", "failing"):
+        notebook = _autograde(toy, f"recorded-{variant}", variant)
+        sanitize_for_feedback(notebook)
+        notebook.metadata["language_info"] = dict(KERNEL_LANGUAGE)  # nbclient writes the kernel's into every notebook
+        assert render_feedback(notebook, NAME, (), loaded) == render_feedback(notebook, NAME, (), fresh), variant
+    assert loaded.exporter.highlighted == kept and loaded.exporter.rendered == rendered, "nothing recorded was redone"
+    assert fresh.exporter.highlighted == kept, "the record holds what a worker keeps by itself"
