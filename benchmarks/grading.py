@@ -17,7 +17,7 @@ the blank exercise notebook:
   autograder warm (and --cold too with --large-cold, when cold is in --modes).
 Every run does the same work from a cold start: plain nbgrader generates each assignment (nbgrader's
 GenerateAssignment, as `release` and the autograder's templates do:
-`autograder.harness.nbgrader_course.generate_assignment`, in this process), then runs `nbgrader autograde` and
+`autograder.nbgrader_course.generate_assignment`, in this process), then runs `nbgrader autograde` and
 `nbgrader generate_feedback` per assignment, one after another, on a course folder made for it; the autograder
 runs per mode on an empty output folder (it generates its templates too) with --jobs workers. Each grading runs
 twice (`benchmarks.grading_runs.measured`): first sampled for its peak memory, then timed with nothing sampling it

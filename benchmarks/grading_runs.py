@@ -20,7 +20,7 @@ from pathlib import Path
 from statistics import mean
 
 from autograder import NBGRADER_CONFIG
-from autograder.harness.nbgrader_course import course_id, generate_assignment, nbgrader_environment
+from autograder.nbgrader_course import course_id, generate_assignment, nbgrader_environment
 from autograder.records import GradeRow
 from autograder.reports.grades_csv import read_grade_rows
 from autograder.reports.output_folder import OutputFolder

@@ -2,6 +2,6 @@
 line, the output folder's lock, and `grade` and `collect` themselves.
 
 Process: the grader.
-Imports: autograder.workers, autograder.reports, autograder.submissions, autograder.harness,
-autograder.sandbox, autograder.records, autograder.milestones.
+Imports: autograder.workers, autograder.reports, autograder.submissions, autograder.sandbox, autograder.records,
+autograder.milestones, autograder.nbgrader_course.
 """

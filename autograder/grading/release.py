@@ -6,7 +6,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from autograder.harness.nbgrader_course import generate_assignment
+from autograder.nbgrader_course import generate_assignment
 from course import EXERCISES, ROOT, SOLUTIONS
 from course.chapters import slugs
 

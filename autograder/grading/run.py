@@ -44,7 +44,7 @@ from autograder.grading.templates import read_course
 from autograder.grading.progress import Progress
 from autograder.grading.secret import SecretUnusable
 from autograder.grading.timeline import Timeline
-from autograder.harness.nbgrader_course import nbgrader_environment
+from autograder.nbgrader_course import nbgrader_environment
 from autograder.records import Result, Task
 from autograder.reports.class_record import (changes, class_rows, keep_submitted, kept_instead, row, submitted_tasks,
                                              write_nbgrader_config)

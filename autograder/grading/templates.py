@@ -80,7 +80,7 @@ def test_imports(source: Path, assignments: Iterable[str]) -> tuple[str, ...]:
 
 def read_template(template: Template) -> Template:
     """``template`` with its notebooks and graded cells, as the worker that made it wrote them
-    (`autograder.harness.nbgrader_course.record_cells`): reading them needs no nbgrader, so that the grader imports
+    (`autograder.harness.notebook.record_cells`): reading them needs no nbgrader, so that the grader imports
     none."""
     recorded = json.loads(template.cells_record.read_text())
     return replace(template, notebooks=tuple(recorded["notebooks"]),

@@ -3,5 +3,5 @@ where no student code runs, the hidden tests' seeds, how the checks read and com
 
 Process: the worker (`autograder.workers.worker`); `hidden_seed` and `check_values`, which `autograder.checks`
 imports, also in a student's own kernel (the visible tests).
-Imports: autograder.channel, autograder.sandbox, autograder.records, autograder.measure.
+Imports: autograder.channel, autograder.sandbox, autograder.records, autograder.measure, autograder.nbgrader_course.
 """

@@ -43,7 +43,7 @@ from autograder.harness.execute import Plan, TrustedExecute, read_plan
 from autograder.harness.cell_metadata import COMPILED_STEPS
 from autograder.harness.feedback import cell_message
 from autograder.harness.kept_gradebook import KEPT_STEPS, KeptGradebook
-from autograder.harness.nbgrader_course import course_id, load_config
+from autograder.nbgrader_course import course_id, load_config
 from autograder.records import CellResult, Template
 
 STUDENT = "student"

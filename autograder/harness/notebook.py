@@ -30,6 +30,7 @@ The worker process around it is `autograder.workers.worker`. nbgrader is configu
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import sys
@@ -46,9 +47,9 @@ from autograder.harness.autograde import Assignment, Assignments, autograde, pre
 from autograder.harness.execute import TrustedExecute
 from autograder.harness.feedback import MESSAGE_LIMIT, incidents, sanitize_for_feedback, shorten
 from autograder.harness.feedback_page import CompiledTemplates, feedback_pages, record_instructor_cells
-from autograder.harness.nbgrader_course import generate_assignment, job_log, logged, record_cells
 from autograder.harness.timings import JobClock, job_timings, read_kernel_times
-from autograder.records import GenerateJob, Job, Result
+from autograder.nbgrader_course import course_id, generate_assignment, job_log, logged
+from autograder.records import GenerateJob, Job, Result, Template
 from autograder.sandbox.bwrap import (KERNEL_NAME, Channel, environment, kernel_argv, new_channel,
                                       prepare_home, socket_link, write_kernelspec)
 from autograder.sandbox.home import KernelHome, inode_count
@@ -92,6 +93,24 @@ def generate(job: GenerateJob, templates: CompiledTemplates | None = None) -> Re
     record_instructor_cells(template, templates or CompiledTemplates())
     record_cells(template)
     return Result("done")
+
+
+def record_cells(template: Template) -> None:
+    """Write ``template``'s notebooks and graded cells (nbgrader's gradebook, in notebook order) beside it
+    (`Template.cells_record`, which `autograder.grading.templates.read_template` reads), once it is generated."""
+    from nbgrader.api import Gradebook
+
+    notebooks = sorted(p.stem for p in template.released.glob("*.ipynb"))
+    cells = []
+    with Gradebook(f"sqlite:///{template.gradebook}", course_id()) as gradebook:
+        for name in notebooks:
+            order = [c["metadata"].get("nbgrader", {}).get("grade_id")
+                     for c in json.loads((template.released / f"{name}.ipynb").read_text())["cells"]]
+            notebook = gradebook.find_notebook(name, template.assignment)
+            grade_cells = [*notebook.grade_cells, *notebook.task_cells]  # a task is graded by hand
+            for cell in sorted(grade_cells, key=lambda c: order.index(c.name) if c.name in order else len(order)):
+                cells.append((name, cell.name, float(cell.max_score)))
+    template.cells_record.write_text(json.dumps({"notebooks": notebooks, "cells": cells}))
 
 
 def _failure_reason(log_text: str) -> str:
@@ -148,7 +167,7 @@ def grade_submission(job: Job, notebooks: dict[str, bytes | None], kept: Kept | 
     limits, the modules to preload and whether to sandbox the kernel (``isolate`` False: resource limits
     only); ``kept``: what the worker keeps from job to job (`Kept`; None: nothing kept).
     Returns the `Result`: ``graded`` (its cells, timings and feedback pages) or ``failed``.
-    One job at a time per process (nbgrader's error log, `autograder.harness.nbgrader_course.job_log`, and the
+    One job at a time per process (nbgrader's error log, `autograder.nbgrader_course.job_log`, and the
     kept gradebooks are the process's).
     """
     workdir = Path(tempfile.mkdtemp(prefix="job-", dir=job.scratch or None))

@@ -2,5 +2,5 @@
 `grades.csv`, `similarity.csv` and `report.html`.
 
 Process: the grader.
-Imports: autograder.records, autograder.harness.
+Imports: autograder.records, autograder.nbgrader_course.
 """

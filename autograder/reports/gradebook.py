@@ -37,7 +37,7 @@ class ClassGradebook:
         """``batch``, ``batch_seconds``: `record` commits every that many results or seconds (and `close`)."""
         from nbgrader.api import Gradebook as NbgraderGradebook
 
-        from autograder.harness.nbgrader_course import course_id, stamp_new_gradebook
+        from autograder.nbgrader_course import course_id, stamp_new_gradebook
 
         stamp_new_gradebook(db_url)
         self.gradebook = NbgraderGradebook(db_url, course_id())
@@ -52,7 +52,7 @@ class ClassGradebook:
             return
         from nbgrader.api import Gradebook as NbgraderGradebook
 
-        from autograder.harness.nbgrader_course import course_id
+        from autograder.nbgrader_course import course_id
 
         gb = self.gradebook
         gb.update_or_create_assignment(template.assignment)

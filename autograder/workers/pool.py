@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from autograder.harness.nbgrader_course import nbgrader_environment
+from autograder.nbgrader_course import nbgrader_environment
 from autograder.records import GenerateJob, Job, RecordJob, Result
 from autograder.sandbox.bwrap import describe_isolation, describe_start
 from autograder.sandbox.guards import kill_group

@@ -1,16 +1,14 @@
 """The class gradebook written by a worker of its own while the class is graded, so that the grader imports no
 nbgrader (a second of a core, and its SQLAlchemy work on every row, beside the workers on the same cores).
 
-Grader side (`Recorder`): ``record`` queues a result as the grader has stored it; a thread sends what is queued,
+Runs in the grader. ``record`` queues a result as the grader has stored it; a thread sends what is queued,
 one `autograder.records.RecordJob` at a time, to a worker of the local pool's that grades nothing
 (`autograder.workers.pool.Pool.recording_worker`: forked where the pool's workers are, with nbgrader imported
 already); `Recorder.close` sends the rest, waits until the gradebook is committed and closed, stops the worker and
 raises `GradebookUnwritable` when a batch could not be written (every result is stored before it is recorded, so
 the next run records it again: `autograder.grading.run`).
 
-Worker side (`Recording`, in `autograder.workers.worker`): the class gradebook
-(`autograder.reports.gradebook.ClassGradebook`) kept open from one job to the next, which commits in its own
-batches.
+The worker's side is `autograder.workers.recording`.
 """
 
 from __future__ import annotations
@@ -24,7 +22,6 @@ from typing import TYPE_CHECKING
 from autograder.records import RecordJob, Result, Status, Task, Template
 
 if TYPE_CHECKING:
-    from autograder.reports.gradebook import ClassGradebook
     from autograder.workers.pool import Pool
 
 RECORD_SECONDS = 600.0  # the longest one batch may take: a large class's first rows, on a busy machine
@@ -35,7 +32,7 @@ class GradebookUnwritable(RuntimeError):
 
 
 class Recorder:
-    """Grader side (module docstring): the results of a run, recorded in the gradebook ``db_url`` by a worker of
+    """The results of a run, recorded in the gradebook ``db_url`` by a worker of
     ``pool``'s (`Pool.recording_worker`)."""
 
     def __init__(self, pool: Pool, db_url: str, templates: Mapping[str, Template]):
@@ -78,29 +75,3 @@ class Recorder:
         if self.failure:
             raise GradebookUnwritable(f"the class gradebook {self.db_url} could not be written: {self.failure}; "
                                       "the grades are stored, and the next run records them again")
-
-
-class Recording:
-    """Worker side (module docstring): the class gradebook, open from the first `RecordJob` to the one that
-    closes it."""
-
-    def __init__(self) -> None:
-        self.gradebook: ClassGradebook | None = None
-
-    def apply(self, job: RecordJob) -> Result:
-        """Record ``job``'s entries (and close the gradebook after, when the job says so): done, or failed with
-        what the gradebook raised (the rows not committed yet rolled back)."""
-        from autograder.reports.gradebook import ClassGradebook
-
-        try:
-            if self.gradebook is None:
-                self.gradebook = ClassGradebook(job.db_url, {})
-            self.gradebook.templates.update(job.templates)
-            for task, result in job.entries:
-                self.gradebook.record(task, result)
-            if job.close:
-                gradebook, self.gradebook = self.gradebook, None
-                gradebook.close()
-        except Exception as error:  # noqa: BLE001 - the grader says why and stops (`Recorder.close`)
-            return Result(Status.FAILED, f"{type(error).__name__}: {(str(error).splitlines() or [''])[0]}")
-        return Result(Status.DONE)

@@ -7,7 +7,7 @@ answers one result per line (`autograder.records.Result.to_json`) on what was it
 its log (stderr). A job is graded by `autograder.harness.notebook.grade_submission`, in this process, so that a
 hostile notebook takes down no more than its own worker. The worker keeps its connections to the zygotes and its
 compiled feedback templates (`Kept`) from job to job; the worker that records the class gradebook, that gradebook
-(`autograder.workers.recorder.Recording`).
+(`autograder.workers.recording.Recording`).
 """
 
 from __future__ import annotations
@@ -23,14 +23,14 @@ from autograder.harness.notebook import Kept, generate, grade_submission
 from autograder.records import GenerateJob, RecordJob, Result, read_job
 from autograder.sandbox.guards import die_with_parent, watch_parent
 from autograder.sandbox.limits import WORKER_HEADROOM
-from autograder.workers.recorder import Recording
+from autograder.workers.recording import Recording
 
 FIRST_JOBS = 3  # the jobs of each worker whose start and end are milestones (`autograder.milestones`)
 
 
 def run_job(line: str, kept: Kept, recording: Recording) -> Result:
     """One line of the worker protocol: a `GenerateJob` (a template), a `RecordJob` (results into the class
-    gradebook, `autograder.workers.recorder`) or a `Job` (notebooks read from their paths)."""
+    gradebook, `autograder.workers.recording`) or a `Job` (notebooks read from their paths)."""
     job = read_job(line)
     if isinstance(job, GenerateJob):
         return generate(job, kept.templates)

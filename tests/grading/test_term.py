@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from autograder.reports.output_folder import OutputFolder
-from autograder.harness.nbgrader_course import course_id
+from autograder.nbgrader_course import course_id
 from course import ROOT
 from tests.grading_helpers import (grade_cli, gradebook_scores, read_grades, released_notebooks, require_sandbox,
                                    solution_sources, student_notebook, write_zip)

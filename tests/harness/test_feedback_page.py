@@ -21,7 +21,7 @@ from nbgrader.converters import GenerateFeedback
 from autograder.harness.feedback import HIDDEN_OUTPUT, HIDDEN_PLACEHOLDER, sanitize_for_feedback, wrapped
 from autograder.harness.feedback_page import (KERNEL_LANGUAGE, NO_ALT, NO_RESPONSE, CellScores, CompiledTemplates,
                                               feedback_pages, record_instructor_cells, render_feedback)
-from autograder.harness.nbgrader_course import course_config, course_id, generate_assignment, run_converter
+from autograder.nbgrader_course import course_config, course_id, generate_assignment, run_converter
 from autograder.harness.autograde import MANUAL_PENDING
 from autograder.harness.safe_html import CSP_META, with_csp
 from autograder.records import CellResult, Template

@@ -16,7 +16,7 @@ from nbgrader.preprocessors import CheckCellMetadata
 
 from autograder.harness.cell_metadata import CompiledCheckCellMetadata, CompiledMetadataValidator
 from autograder.harness.kept_gradebook import KeptGradebook
-from autograder.harness.nbgrader_course import course_id, stamp_new_gradebook
+from autograder.nbgrader_course import course_id, stamp_new_gradebook
 
 GRADED = {"grade": True, "solution": False, "locked": True, "points": 2, "grade_id": "test_add", "schema_version": 3}
 ANSWER = {"grade": False, "solution": True, "locked": False, "grade_id": "add", "schema_version": 3}

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from nbgrader.api import Gradebook
 
-from autograder.harness.nbgrader_course import course_id
+from autograder.nbgrader_course import course_id
 from autograder.harness.notebook import generate
 from autograder.records import CellResult, GenerateJob, Result, Task, Template
 from autograder.reports.gradebook import ClassGradebook

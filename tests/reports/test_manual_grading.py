@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from autograder.reports.output_folder import OutputFolder
-from autograder.harness.nbgrader_course import course_id
+from autograder.nbgrader_course import course_id
 from course import ROOT
 from tests.grading_helpers import (FIXTURE_SOURCE, MANUAL_ANSWER, MANUAL_TASK, grade_cli, read_grades,
                                    released_notebooks, require_sandbox, solution_sources, student_notebook,

@@ -1,23 +1,21 @@
 """nbgrader through its Python API: the course's config (`autograder/nbgrader_config.py`, which holds the
 course id), an nbgrader converter run in this process, and `generate_assignment`, the one way this project
-generates an assignment (`release`, each assignment's grading template, the grading benchmark), and
-`record_cells`, a template's graded cells written beside it."""
+generates an assignment (`release`, each assignment's grading template, the grading benchmark).
+
+Runs wherever nbgrader's course is needed: the grader (its environment; `release`), the worker (templates,
+gradebooks) and the worker that writes the class gradebook. Imports nothing of autograder but its config's path.
+"""
 
 from __future__ import annotations
 
 import io
-import json
 import logging
 import os
 import sys
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from autograder import NBGRADER_CONFIG
-
-if TYPE_CHECKING:
-    from autograder.records import Template
 
 
 def nbgrader_environment() -> dict[str, str]:
@@ -126,21 +124,3 @@ def generate_assignment(assignment: str, root: Path, source_directory: str, rele
     config = course_config(root, db_url, source_directory=source_directory, release_directory=str(release_directory))
     config.GenerateAssignment.force = True
     return run_converter(GenerateAssignment, config, assignment)
-
-
-def record_cells(template: Template) -> None:
-    """Write ``template``'s notebooks and graded cells (nbgrader's gradebook, in notebook order) beside it
-    (`Template.cells_record`, which `autograder.grading.templates.read_template` reads), once it is generated."""
-    from nbgrader.api import Gradebook
-
-    notebooks = sorted(p.stem for p in template.released.glob("*.ipynb"))
-    cells = []
-    with Gradebook(f"sqlite:///{template.gradebook}", course_id()) as gradebook:
-        for name in notebooks:
-            order = [c["metadata"].get("nbgrader", {}).get("grade_id")
-                     for c in json.loads((template.released / f"{name}.ipynb").read_text())["cells"]]
-            notebook = gradebook.find_notebook(name, template.assignment)
-            grade_cells = [*notebook.grade_cells, *notebook.task_cells]  # a task is graded by hand
-            for cell in sorted(grade_cells, key=lambda c: order.index(c.name) if c.name in order else len(order)):
-                cells.append((name, cell.name, float(cell.max_score)))
-    template.cells_record.write_text(json.dumps({"notebooks": notebooks, "cells": cells}))
