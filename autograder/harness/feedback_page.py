@@ -192,8 +192,9 @@ class CompiledTemplates:
 
     def load(self, record: Path) -> None:
         """Keep the HTML of a template's instructor's cells, as `record_instructor_cells` wrote it when the template
-        was made, so that the first page of its assignment highlights only what the student wrote; read once (none
-        where the template has no record: its pages highlight every cell)."""
+        was made, so that the first page of its assignment highlights only what the student wrote; read once. A
+        template made before templates carried it has none (its pages highlight every cell): the record changes
+        no grade, so it does not change the template's key, and no stored result is graded again for it."""
         if record in self.read or not record.exists():
             return
         self.read.add(record)

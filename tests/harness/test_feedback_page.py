@@ -289,3 +289,8 @@ def test_a_template_keeps_its_instructors_cells_rendered_for_every_workers_first
         assert render_feedback(notebook, NAME, (), loaded) == render_feedback(notebook, NAME, (), fresh), variant
     assert loaded.exporter.highlighted == kept and loaded.exporter.rendered == rendered, "nothing recorded was redone"
     assert fresh.exporter.highlighted == kept, "the record holds what a worker keeps by itself"
+    # A template made before templates carried the record: nothing is read, every cell is highlighted as before.
+    older = CompiledTemplates()
+    older.load(template.folder / "no-such-record.json")
+    assert "exporter" not in vars(older) and render_feedback(notebook, NAME, (), older) == render_feedback(
+        notebook, NAME, (), fresh)
