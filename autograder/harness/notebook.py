@@ -56,6 +56,11 @@ from autograder.sandbox.home import KernelHome, inode_count
 from autograder.sandbox.limits import START_SECONDS
 from autograder.sandbox.zygote_client import WarmLaunch, WarmStartUnavailable, ZygoteClient, ZygoteClients
 
+# The kernelspec of a warm job, whose kernel the zygote forks (`SandboxKernelManager` never runs a warm job's
+# kernelspec command): a command that refuses to start a kernel outside the sandbox, should anything run it.
+FORKED_ONLY = (sys.executable, "-I", "-S", "-c",
+               "raise SystemExit(\"a warm job's kernel is forked by its zygote, never started from its kernelspec\")")
+
 
 def grading_config(db_url: str, cell_timeout: int, home: Path, sockets: Path, channel: Channel,
                    hidden_key: str = "", forbid: tuple[str, ...] = ()):
@@ -216,8 +221,11 @@ def _grade(job: Job, notebooks: dict[str, bytes | None], workdir: Path, home: Pa
         return Result("failed", "; ".join(problems))
     shutil.copytree(template.released, home / "work", ignore=shutil.ignore_patterns("*.ipynb"))
     prepare_home(home)
-    argv, env = kernel_argv(home, home / "work", limits, template.preload, job.isolate, sockets, channel,
-                            template.packages, template.forbid)
+    if zygote is None:
+        argv, env = kernel_argv(home, home / "work", limits, template.preload, job.isolate, sockets, channel,
+                                template.packages, template.forbid)
+    else:  # forked by the zygote: its sandbox's view of the packages is the zygote's, not made again per job
+        argv, env = list(FORKED_ONLY), {}
     kernelspecs = write_kernelspec(workdir / "jupyter", argv, env) / "kernels"
     warm = None if zygote is None else WarmLaunch(zygote, home, home / "work", sockets, limits,
                                                   environment(home, limits, template.preload, template.forbid), channel)

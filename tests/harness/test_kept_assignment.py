@@ -6,15 +6,19 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from autograder.harness.notebook import Kept, generate, grade_submission
+from autograder.harness.notebook import FORKED_ONLY, Kept, generate, grade_submission
 from autograder.records import GenerateJob, Job, Result, Template
 from autograder.sandbox.limits import Limits
+from autograder.sandbox.site_view import shown_entries
+from autograder.sandbox.warm import Zygote
 from course.notebooks import student_notebook
-from tests.grading_helpers import FIXTURE_SOURCE
+from tests.grading_helpers import FIXTURE_SOURCE, require_sandbox
 
 CELLS = (("toy", "test_add", 1.0), ("toy", "test_add_hidden", 2.0), ("toy", "test_mean", 1.0),
          ("toy", "test_mean_hidden", 1.0))
@@ -91,3 +95,30 @@ def test_tampered_metadata_scores_as_nbgrader_says(toy, tmp_path: Path, answers:
     assert result.score == expected
     graded = json.loads(result.autograded["toy"])
     assert "pass" not in {"".join(c["source"]) for c in graded["cells"]}, "the tests' sources should be restored"
+
+
+@pytest.mark.sandbox
+def test_a_warm_job_is_graded_in_its_zygotes_view_of_the_packages_and_makes_none(toy, tmp_path: Path) -> None:
+    """A warm job's kernel is forked by its zygote, whose sandbox already shows only the assignment's packages: the
+    worker makes no view of site-packages for it (`shown_entries`, about a tenth of a second a worker) and its
+    kernelspec names a command that refuses to start a kernel (`FORKED_ONLY`); the job grades as a cold one."""
+    require_sandbox()
+    template, released = toy
+    template = replace(template, packages=())  # ipykernel's and numpy's only: a view a cold job would make
+    right = json.dumps(student_notebook(released, {"add": ADD, "mean": MEAN})).encode()
+    zygote = Zygote(template.preload, str(tmp_path), packages=template.packages, forbid=template.forbid)
+    try:
+        shown_entries.cache_clear()  # the zygote's own sandbox made one, in this process
+        job = Job(template, {"toy": "toy.ipynb"}, Limits(cell_seconds=20), isolate=True, scratch=str(tmp_path),
+                  warm=True, zygote=zygote.address)
+        warm = grade_submission(job, {"toy": right}, Kept())
+        assert warm.graded, warm.reason
+        assert "fork" in warm.timings, f"the job's kernel was not forked warm: {warm.timings}"
+        assert shown_entries.cache_info().misses == 0, "a warm job made a view of site-packages it never uses"
+        cold = grade_submission(replace(job, warm=False, zygote=""), {"toy": right}, Kept())
+        assert [(c.grade_id, c.points) for c in warm.cells] == [(c.grade_id, c.points) for c in cold.cells]
+        assert shown_entries.cache_info().misses > 0, "a cold job's sandbox should show only its packages"
+    finally:
+        zygote.close()
+    refused = subprocess.run(FORKED_ONLY, capture_output=True, text=True, timeout=30)
+    assert refused.returncode == 1 and "forked by its zygote" in refused.stderr, refused
