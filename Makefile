@@ -1,6 +1,7 @@
 # Two commands do everything: `make book` builds the site, `make test` runs every test (what CI runs).
 # `make test-fast` runs the tests not marked slow (the unit tests and a sample of the bank: under a minute) while you work.
-# Each creates .venv and installs the pinned requirements and this project when needed.
+# Each creates .venv and installs the pinned requirements and this project when needed, and compiles the
+# project's modules when one changed.
 # `make book` also fetches MathJax (npm's mathjax package, es5/ only) into _vendor/mathjax, which the
 # site serves itself.
 
@@ -8,6 +9,8 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
+COMPILED := $(VENV)/.compiled
+SOURCES := $(shell find autograder course benchmarks -name '*.py')
 
 MATHJAX_VERSION := 3.2.2
 MATHJAX := _vendor/mathjax/tex-mml-chtml.js
@@ -20,6 +23,13 @@ $(INSTALLED): requirements.txt pyproject.toml
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
 	touch $@
 
+# This project's own modules compiled once, like an installed package's (an editable install's are not, and
+# where PYTHONDONTWRITEBYTECODE is set every process would compile them again: the grader, its workers, each
+# sandbox); each .pyc is checked against its source's hash, so an edited module is never run from a stale one.
+$(COMPILED): $(INSTALLED) $(SOURCES)
+	$(BIN)/python -m compileall -q --invalidation-mode checked-hash autograder course benchmarks
+	touch $@
+
 # npm checks the package against the registry's integrity hash; only es5/ (the browser build) is kept.
 $(MATHJAX):
 	rm -rf _vendor/mathjax _vendor/.mathjax && mkdir -p _vendor/.mathjax
@@ -27,17 +37,17 @@ $(MATHJAX):
 		&& tar -xzf mathjax-$(MATHJAX_VERSION).tgz package/es5
 	mv _vendor/.mathjax/package/es5 _vendor/mathjax && rm -rf _vendor/.mathjax
 
-book: $(INSTALLED) $(MATHJAX)
+book: $(COMPILED) $(MATHJAX)
 	$(BIN)/jupyter-book build . -W -n --keep-going
 
-test: $(INSTALLED) $(MATHJAX)
+test: $(COMPILED) $(MATHJAX)
 	$(BIN)/python -m pytest
 
 # The fast tier spreads single tests over the cores (the bank is one file of independent answers).
-test-fast: $(INSTALLED)
+test-fast: $(COMPILED)
 	$(BIN)/python -m pytest -m "not slow" --dist load
 
-release: $(INSTALLED)
+release: $(COMPILED)
 	$(BIN)/python -m autograder release
 
 # A new chapter, scaffolded and registered (CONTRIBUTING.md):
@@ -48,7 +58,7 @@ chapter: $(INSTALLED)
 
 # Speed and memory are measured here, not in tests: each script prints its figures.
 BENCH_OUT ?= _build/benchmarks
-benchmarks: $(INSTALLED)
+benchmarks: $(COMPILED)
 	$(BIN)/python -m benchmarks.notebooks
 	$(BIN)/python -m benchmarks.kv_cache
 	$(BIN)/python -m benchmarks.gqa
