@@ -18,8 +18,7 @@ from autograder.grading.options import Options
 from autograder.grading.secret import hand_in_key, load_secret
 from autograder.grading.tasks import make_tasks
 from autograder.grading.timeline import Timeline
-from autograder.grading.templates import (Course, generate_templates, generated, keyed_templates, read_template,
-                                          test_imports)
+from autograder.grading.templates import Course, generate_templates, generated, keyed_templates, read_template
 from autograder.records import Job, Task, Template, tensors_cross
 from autograder.reports.output_folder import OutputFolder
 from autograder.reports.state import Stored, load_state
@@ -96,12 +95,13 @@ def make_plan(options: Options, out: OutputFolder, course: Course, found: Mappin
         if not graded:
             return RunPlan.of(options, out, course, stored, templates, tasks, Isolation(NOTHING_TO_GRADE, False), {},
                               secret)
-        zygotes = _start(options, course, graded, dispatcher, scratch)
+        zygotes = _start(options, {a: templates[a] for a in graded}, dispatcher, scratch)
         timeline.mark("workers and warm processes started")
         isolation = dispatcher.isolation(options.isolate, options.warm)
         timeline.mark("sandbox checked")
         return RunPlan.of(options, out, course, stored, templates, tasks, isolation, zygotes, secret)
-    zygotes = _start(options, course, given or set(course.registered), dispatcher, scratch)
+    zygotes = _start(options, {a: t for a, t in templates.items() if given is None or a in given}, dispatcher,
+                     scratch)
     timeline.mark("workers and warm processes started")
     with ThreadPoolExecutor(1) as background:
         checked = background.submit(dispatcher.isolation, options.isolate, options.warm)
@@ -114,18 +114,17 @@ def make_plan(options: Options, out: OutputFolder, course: Course, found: Mappin
     return RunPlan.of(options, out, course, stored, templates, tasks, isolation, zygotes, secret)
 
 
-def _start(options: Options, course: Course, assignments: set[str], dispatcher: Dispatcher,
+def _start(options: Options, templates: Mapping[str, Template], dispatcher: Dispatcher,
            scratch: Path) -> Mapping[KernelSet, str]:
-    """Start what grading ``assignments`` needs and let it import (`Dispatcher.prepare`): the workers, with what
-    their kernels preload and their test cells import (and the channel's torch where a kernel can import torch), and
-    (warm and isolated) a warm process per set of kernels; their addresses. Both in the order the jobs come
-    (`grading_weight`), so that what the first jobs need is imported first."""
-    tested = {a: test_imports(course.source, (a,)) for a in assignments}
-    order = sorted(assignments, key=lambda a: (grading_weight(course.kernels(a), tested[a]), a))
+    """Start what grading the assignments of ``templates`` needs and let it import (`Dispatcher.prepare`): the
+    workers, with what their kernels preload and their test cells import (`Template.imports`; and the channel's
+    torch where a kernel can import torch), and (warm and isolated) a warm process per set of kernels; their
+    addresses. Both in the order the jobs come (`grading_weight`), so that what the first jobs need is imported
+    first."""
+    order = sorted(templates.values(), key=lambda t: (grading_weight(KernelSet.of(t), t.imports), t.assignment))
     imports: list[str] = []
-    for assignment in order:
-        kernels = course.kernels(assignment)
-        tensors = tensors_cross(kernels.packages, options.isolate)  # the channel's torch (`Job.tensors`)
-        imports += [*kernels.preload, *(SESSION if tensors else ()), *tested[assignment]]
-    return dispatcher.prepare(tuple(dict.fromkeys(imports)), tuple(dict.fromkeys(map(course.kernels, order))),
+    for template in order:
+        tensors = tensors_cross(template.packages, options.isolate)  # the channel's torch (`Job.tensors`)
+        imports += [*template.preload, *(SESSION if tensors else ()), *template.imports]
+    return dispatcher.prepare(tuple(dict.fromkeys(imports)), tuple(dict.fromkeys(map(KernelSet.of, order))),
                               str(scratch), options.warm and options.isolate)

@@ -16,6 +16,7 @@ from importlib.metadata import Distribution
 from pathlib import Path, PurePosixPath
 
 KERNEL_NEEDS = ("ipykernel", "numpy")  # what every kernel imports: ipykernel, and numpy for the channel
+METADATA_FOLDERS = (".dist-info", ".egg-info")  # an installed distribution's metadata, one per distribution
 
 
 def site_folders() -> list[str]:
@@ -34,10 +35,15 @@ def _name(distribution: str) -> str:
 @functools.cache
 def _installed(site: str) -> dict[str, Distribution]:
     """The distributions installed in the site-packages folder ``site``, by normalised name (read once: every set
-    of kernels' view starts from them)."""
-    from importlib.metadata import distributions
-
-    return {_name(found.metadata["Name"]): found for found in distributions(path=[site])}
+    of kernels' view starts from them). The name is read from each metadata folder's own name, which installers
+    write as the distribution's name with its version (``torch-2.13.0.dist-info``, ``six.egg-info``), not from its
+    METADATA file: parsing some 300 of those took a tenth of a second of every process that makes a sandbox."""
+    found = {}
+    for entry in sorted(os.listdir(site)):
+        if entry.endswith(METADATA_FOLDERS):
+            found[_name(entry.split("-", 1)[0].removesuffix(".dist-info").removesuffix(".egg-info"))] = \
+                Distribution.at(os.path.join(site, entry))
+    return found
 
 
 @functools.cache

@@ -136,7 +136,7 @@ def test_a_run_asks_its_workers_for_the_channels_torch_only_where_tensors_can_cr
         tmp_path: Path, assignments: set[str], isolate: bool, torch: bool) -> None:
     dispatcher = _Recorded()
     options = Options(tmp_path / "in", tmp_path / "out", 2, isolate=isolate)
-    _start(options, read_course(SOURCE), assignments, dispatcher, tmp_path)
+    _start(options, keyed_templates(read_course(SOURCE), tmp_path / "cache", assignments), dispatcher, tmp_path)
     assert set(SESSION) <= set(dispatcher.imports) if torch else not set(SESSION) & set(dispatcher.imports), (
         f"{sorted(assignments)}, isolate={isolate}: the workers were asked to import {dispatcher.imports}")
 
@@ -155,8 +155,8 @@ def test_a_run_imports_in_the_order_its_jobs_come(tmp_path: Path) -> None:
     # kernels never import): the workers import torch before transformers, and the zygotes start in that order.
     dispatcher = _Recorded()
     course = read_course(SOURCE)
-    _start(Options(tmp_path / "in", tmp_path / "out", 2), course, {"06_rope", "01_similarity", "03_multi_head"},
-           dispatcher, tmp_path)
+    templates = keyed_templates(course, tmp_path / "cache", {"06_rope", "01_similarity", "03_multi_head"})
+    _start(Options(tmp_path / "in", tmp_path / "out", 2), templates, dispatcher, tmp_path)
     position = {name: index for index, name in enumerate(dispatcher.imports)}
     assert position["torch"] < position["transformers.models.llama.modeling_llama"], dispatcher.imports
     assert dispatcher.kernels == tuple(course.kernels(a) for a in ("01_similarity", "03_multi_head", "06_rope")), (
