@@ -15,7 +15,7 @@ from __future__ import annotations
 import functools
 import math
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType, ModuleType
 from typing import Any
@@ -30,6 +30,7 @@ GUARDED_NUMPY_TESTING = MappingProxyType({name: getattr(np.testing, name)
                                           for name in ("assert_allclose", "assert_array_equal")})
 # The most values one check reads out of one array or tensor (what one check may cost): a larger value fails.
 MAX_VALUES = 1 << 22
+FEW = 64  # values fewer than this are compared one by one in Python, quicker than a pass of numpy
 
 
 @dataclass(frozen=True)
@@ -75,10 +76,13 @@ def is_tensor(value: Any) -> bool:
     return torch_seen() and isinstance(value, torch_refs().tensor_base)
 
 
-def _flat(values: Any) -> list:
-    if isinstance(values, list):
-        return [x for item in values for x in _flat(item)]
-    return [values]
+def _flat(values: Any, depth: int) -> list:
+    """The values of ``tolist``'s nested lists, ``depth`` deep (the array's number of dimensions), in order."""
+    if depth == 0:
+        return [values]
+    for _ in range(depth - 1):
+        values = [x for row in values for x in row]
+    return values
 
 
 def _kind(dtype: str) -> str:
@@ -105,9 +109,9 @@ def read(value: Any) -> tuple[tuple[int, ...], list, str]:
     if math.prod(shape) > MAX_VALUES:
         raise TypeError(f"cannot read the {math.prod(shape)} values of an array of shape {shape}: more than {MAX_VALUES}")
     if type(value) is NDARRAY:
-        return shape, _flat(ARRAY_TOLIST(value)), dtype
+        return shape, _flat(ARRAY_TOLIST(value), len(shape)), dtype
     if is_tensor(value):
-        return shape, _flat(torch_refs().tolist(value.detach().cpu())), dtype
+        return shape, _flat(torch_refs().tolist(value.detach().cpu()), len(shape)), dtype
     if type(value) in (float, int, bool):
         return shape, [value], dtype
     return shape, [value.item()], dtype
@@ -133,6 +137,20 @@ def _close(a: Any, b: Any, rtol: float, atol: float) -> bool:
     return abs(a - b) <= atol + rtol * abs(b)
 
 
+def _differing(flat_a: list, flat_e: list, rtol: float, atol: float, floats: bool) -> Iterable[int]:
+    """The indices where `_close` may say the values differ: every index, unless either side holds floats (and
+    there are `FEW` pairs or more), where it says so of each pair as float64 arithmetic does (Python's on a float
+    and an int is float64's too), in one pass of numpy over new arrays of those Python values (8192 values of a
+    tensor: 4.6 ms one by one, 0.8 ms so). Integers alone are compared in Python, exactly."""
+    if not floats or len(flat_e) < FEW:
+        return range(len(flat_e))
+    a, e = GUARDED_NUMPY["array"](flat_a, dtype=np.float64), GUARDED_NUMPY["array"](flat_e, dtype=np.float64)
+    with np.errstate(invalid="ignore", over="ignore"):
+        special = np.isnan(a) | np.isnan(e) | np.isinf(a) | np.isinf(e)  # `_close`: both NaN, or equal
+        close = np.where(special, (np.isnan(a) & np.isnan(e)) | (a == e), np.abs(a - e) <= atol + rtol * np.abs(e))
+    return np.flatnonzero(~close).tolist()
+
+
 def matches(actual: Any, expected: Any, rtol: float, atol: float) -> tuple[bool, str]:
     """Whether two values agree; if not, a sentence saying where they differ. Shapes and dtypes are compared
     before any value is read, so a value's cost is bounded by the expected value's size."""
@@ -150,7 +168,8 @@ def matches(actual: Any, expected: Any, rtol: float, atol: float) -> tuple[bool,
     except TypeError as error:
         return False, str(error)
     worst, where = 0.0, None
-    for index, (a, e) in enumerate(zip(flat_a, flat_e)):
+    for index in _differing(flat_a, flat_e, rtol, atol, "float" in dtype_a or "float" in dtype_e):
+        a, e = flat_a[index], flat_e[index]
         if not _close(a, e, rtol, atol):
             gap = math.inf if (math.isnan(a) or math.isinf(a) or math.isinf(e)) else abs(a - e)
             if where is None or gap > worst:
