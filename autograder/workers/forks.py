@@ -13,9 +13,9 @@ them as its 0, 1 and 2 and runs `autograder.workers.worker.run`, the loop of a w
 the needed modules (and their submodules) not imported yet are imported first, then the process forks; the
 answer names the modules the fork still lacks. So the pool's first workers, which make the templates, start as soon
 as nbgrader and a first job's modules are imported and the feedback page is compiled, and go on to grade an
-assignment whose kernels and tests need no torch; a worker with torch is forked once every module of the run is
-imported, and grades every later job (`autograder.workers.pool.needs_of`, `autograder.workers.pool.Pool.run`). Each
-step is written to the process's log (`autograder.milestones`).
+assignment whose kernels and tests need no torch; a worker with torch is forked once torch is imported, and one
+whose tests import transformers' oracles once they are (`autograder.workers.pool.needs_of`,
+`autograder.workers.pool.Pool.run`). Each step is written to the process's log (`autograder.milestones`).
 
 The process runs no job, starts no thread and holds nothing a fork could share but imported modules and, once what a
 first job imports is imported, a worker's `Kept` with its feedback page compiled (`_warmed`), made before the first

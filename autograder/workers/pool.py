@@ -61,17 +61,17 @@ def isolation_line(isolate: bool, warm: bool, zygote: Zygote | None = None) -> I
     return Isolation(describe_isolation(isolate) + "\n" + describe_start(True), True)
 
 
-def needs_of(job: Job | GenerateJob, run: tuple[str, ...] = ()) -> tuple[str, ...]:
+def needs_of(job: Job | GenerateJob) -> tuple[str, ...]:
     """What a worker imports before it takes ``job`` (`autograder.workers.forks`): what a first job imports (a
     template's maker too); to grade, what the job's kernels preload and its test cells import, and where tensors can
-    cross its channel (`Job.tensors`) or its test cells import torch, the channel's tensors and every module of the
-    ``run`` (`Pool.prepare`): a numpy assignment whose tests use no torch waits for none of them, and the workers
-    that made the templates grade it; a worker with torch grades every later job, none waits for a new fork."""
+    cross its channel (`Job.tensors`) or its test cells import torch, the channel's tensors. Nothing else of the run:
+    a numpy assignment is graded while torch imports, one on torch while transformers' oracles import (waiting for
+    them kept chapter 3's jobs waiting on chapter 6's Llama, a core idle), and chapter 6's on a fork made after."""
     if isinstance(job, GenerateJob):
         return FIRST_JOB
     torch = job.tensors or any(covers(("torch",), module) for module in job.template.imports)
     return tuple(dict.fromkeys((*FIRST_JOB, *job.template.preload, *job.template.imports,
-                                *((*SESSION, *run) if torch else ()))))
+                                *(SESSION if torch else ()))))
 
 
 class Worker:
@@ -198,13 +198,13 @@ class Pool:
                         index = pending.get_nowait()
                     except queue.Empty:
                         return
-                    results.put((index, worker.run(jobs[index], timeout, needs_of(jobs[index], self.modules))))
+                    results.put((index, worker.run(jobs[index], timeout, needs_of(jobs[index]))))
             except BaseException as error:  # noqa: BLE001 - handed to the main thread, which raises it
                 results.put(error)
 
         self._start_forks()
         for worker, job in zip(self.workers, jobs):
-            worker.spawn(needs_of(job, self.modules))  # in this thread: a worker dies with the thread that started it
+            worker.spawn(needs_of(job))  # in this thread: a worker dies with the thread that started it
         threads = [threading.Thread(target=serve, args=(w,), daemon=True) for w in self.workers[:len(jobs)]]
         for thread in threads:
             thread.start()

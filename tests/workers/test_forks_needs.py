@@ -63,12 +63,25 @@ def test_needs_and_the_order_of_jobs() -> None:
     assert set(oracle) <= set(needs_of(Job(tested_with_oracle, {}, Limits(), True))), (
         "a worker waits for what its job's test cells import (transformers' oracle), which its kernels need not "
         "preload: imported once in the forks, not once per worker")
-    run = ("math", "torch", "transformers.models.llama.modeling_llama")
-    assert set(run) <= set(needs_of(Job(template, {}, Limits(), True), run)), (
-        "a worker with torch is forked with every module of the run: it grades the later jobs (transformers' "
-        "oracles) without a new fork")
-    assert needs_of(Job(numpy_only, {}, Limits(), True), run) == FIRST_JOB, (
-        "a numpy job waits for none of the run's torch modules: the workers that made the templates grade it")
+    assert not any(covers(("transformers",), module) for module in needs_of(Job(template, {}, Limits(), True))), (
+        "a torch job whose tests use no transformers waits for none of it")
+
+
+def test_a_torch_job_is_graded_while_the_runs_later_modules_import(tmp_path: Path, pool: Pool) -> None:
+    # The run's last module ("mailbox", standing for transformers' Llama, which chapter 6's tests import) is asked
+    # for by the run, not by chapter 3's job: that job's worker is forked once torch is imported, without waiting for
+    # it; a job whose tests import it then gets a fork that has it (`Pool.run`, `needs_of`).
+    pool.prepare(("torch", *SESSION, "mailbox"), (), str(tmp_path), warm=False)
+    torch = Template("ch3", "k", tmp_path / "no-template", (), (), ("torch",), None, ())
+    oracle = Template("ch6", "k", tmp_path / "no-template", (), (), ("torch",), None, (), imports=("mailbox",))
+    results = []
+    pool.run([Job(torch, {}, Limits(), True, scratch=str(tmp_path), warm=False)], 120, lambda _, r: results.append(r))
+    first = pool.workers[0].process
+    assert "torch" not in first.missing and "mailbox" in first.missing, (
+        f"chapter 3's worker should not wait for chapter 6's oracle; it was forked lacking {sorted(first.missing)}")
+    pool.run([Job(oracle, {}, Limits(), True, scratch=str(tmp_path), warm=False)], 120, lambda _, r: results.append(r))
+    assert pool.workers[0].process is not first and "mailbox" not in pool.workers[0].process.missing
+    assert [r.status for r in results] == ["failed", "failed"], results  # no template there: nothing to grade
 
 
 def test_a_fork_lacks_only_what_is_not_imported(tmp_path: Path, pool: Pool) -> None:
