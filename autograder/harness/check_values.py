@@ -1,11 +1,13 @@
 """How `autograder.checks` reads a value without trusting it, and compares two values.
 
 A value's shape and dtype are read before any of its values, and its values with the C-level ``tolist`` of
-numpy's and torch's own types (immutable results, compared in plain Python), at most `MAX_VALUES` of one array:
-what one comparison costs is bounded by the expected value, never by what the student sent. The library
-functions a student might patch are captured when this module is first imported (`GUARDED_NUMPY`,
-`GUARDED_NUMPY_TESTING`) or when torch is first seen (`torch_refs`), each a read-only record, so that
-`autograder.checks.verify_untampered` can tell a replaced one.
+numpy's and torch's own types (immutable results, compared in plain Python, or for many floats in one pass of
+numpy over new arrays of them, `_differing`), at most `MAX_VALUES` of one array: what one comparison costs is
+bounded by the expected value, never by what the student sent. The library functions a student might patch are
+captured when this module is first imported (`GUARDED_NUMPY`, `GUARDED_NUMPY_TESTING`, and `COMPARING`, what
+`_differing` calls) or when torch is first seen (`torch_refs`), each a read-only record, so that
+`autograder.checks.verify_untampered` can tell a replaced one of the first two and a replaced one of `COMPARING`
+changes no verdict.
 
 Runs in the worker (test cells under trusted scoring) and in a student's own kernel (the visible tests).
 """
@@ -31,6 +33,8 @@ GUARDED_NUMPY_TESTING = MappingProxyType({name: getattr(np.testing, name)
 # The most values one check reads out of one array or tensor (what one check may cost): a larger value fails.
 MAX_VALUES = 1 << 22
 FEW = 64  # values fewer than this are compared one by one in Python, quicker than a pass of numpy
+COMPARING = MappingProxyType({name: getattr(np, name) for name in ("isnan", "isinf", "where", "abs", "flatnonzero",
+                                                                   "errstate")})
 
 
 @dataclass(frozen=True)
@@ -144,11 +148,13 @@ def _differing(flat_a: list, flat_e: list, rtol: float, atol: float, floats: boo
     tensor: 4.6 ms one by one, 0.8 ms so). Integers alone are compared in Python, exactly."""
     if not floats or len(flat_e) < FEW:
         return range(len(flat_e))
+    isnan, isinf, where, magnitude = (COMPARING[name] for name in ("isnan", "isinf", "where", "abs"))
     a, e = GUARDED_NUMPY["array"](flat_a, dtype=np.float64), GUARDED_NUMPY["array"](flat_e, dtype=np.float64)
-    with np.errstate(invalid="ignore", over="ignore"):
-        special = np.isnan(a) | np.isnan(e) | np.isinf(a) | np.isinf(e)  # `_close`: both NaN, or equal
-        close = np.where(special, (np.isnan(a) & np.isnan(e)) | (a == e), np.abs(a - e) <= atol + rtol * np.abs(e))
-    return np.flatnonzero(~close).tolist()
+    with COMPARING["errstate"](invalid="ignore", over="ignore"):
+        nan_a, nan_e = isnan(a), isnan(e)
+        special = nan_a | nan_e | isinf(a) | isinf(e)  # `_close`: both NaN, or equal
+        close = where(special, (nan_a & nan_e) | (a == e), magnitude(a - e) <= atol + rtol * magnitude(e))
+    return COMPARING["flatnonzero"](~close).tolist()
 
 
 def matches(actual: Any, expected: Any, rtol: float, atol: float) -> tuple[bool, str]:

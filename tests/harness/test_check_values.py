@@ -87,3 +87,16 @@ def test_an_arrays_values_are_read_in_order_whatever_its_dimensions(shape: tuple
     for value in (values, torch.from_numpy(values.copy()), values.astype(np.int64)):
         got_shape, flat, _ = read(value)
         assert got_shape == shape and flat == values.reshape(-1).tolist(), (type(value), shape, flat[:8])
+
+
+def test_numpy_functions_replaced_after_import_change_no_verdict(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The checks also run in a student's own kernel (the visible tests), where code may replace numpy's functions:
+    # the pass over many floats calls those captured when the checks were imported (`COMPARING`).
+    expected = np.arange(FEW * 2, dtype=np.float64)
+    wrong = expected + 1.0
+    for name in ("isnan", "isinf"):
+        monkeypatch.setattr(np, name, lambda x: np.ones(np.shape(x), dtype=bool))
+    monkeypatch.setattr(np, "where", lambda condition, *_: np.ones(np.shape(condition), dtype=bool))
+    monkeypatch.setattr(np, "flatnonzero", lambda x: np.array([], dtype=np.int64))
+    ok, said = matches(wrong, expected, 1e-5, 1e-8)
+    assert not ok and "the largest difference is 1" in said, said
