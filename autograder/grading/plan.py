@@ -25,7 +25,7 @@ from autograder.reports.state import Stored, load_state
 from autograder.sandbox.limits import Limits
 from autograder.submissions.find import Found
 from autograder.workers.dispatch import Dispatcher, Isolation, KernelSet, grading_weight
-from autograder.workers.forks import SESSION
+from autograder.workers.forks import grading_imports
 from autograder.workers.pool import Pool
 
 NOTHING_TO_GRADE = "every result is stored: no kernel is started"
@@ -117,14 +117,12 @@ def make_plan(options: Options, out: OutputFolder, course: Course, found: Mappin
 def _start(options: Options, templates: Mapping[str, Template], dispatcher: Dispatcher,
            scratch: Path) -> Mapping[KernelSet, str]:
     """Start what grading the assignments of ``templates`` needs and let it import (`Dispatcher.prepare`): the
-    workers, with what their kernels preload and their test cells import (`Template.imports`; and the channel's
-    torch where a kernel can import torch), and (warm and isolated) a warm process per set of kernels; their
+    workers, with what grading each template needs (`autograder.workers.forks.grading_imports`: what its kernels
+    preload and its test cells import, the channel's torch, torch's checks), and (warm and isolated) a warm process per set of kernels; their
     addresses. Both in the order the jobs come (`grading_weight`), so that what the first jobs need is imported
     first."""
     order = sorted(templates.values(), key=lambda t: (grading_weight(KernelSet.of(t), t.imports), t.assignment))
-    imports: list[str] = []
-    for template in order:
-        tensors = tensors_cross(template.packages, options.isolate)  # the channel's torch (`Job.tensors`)
-        imports += [*template.preload, *(SESSION if tensors else ()), *template.imports]
+    imports = [module for template in order  # tensors_cross: the channel's torch (`Job.tensors`)
+               for module in grading_imports(template, tensors_cross(template.packages, options.isolate))]
     return dispatcher.prepare(tuple(dict.fromkeys(imports)), tuple(dict.fromkeys(map(KernelSet.of, order))),
                               str(scratch), options.warm and options.isolate)

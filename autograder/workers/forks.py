@@ -5,8 +5,9 @@ the rest once instead of once per worker.
 autograder.workers.forks FD MODULES``. That process imports what every worker needs at once (nbgrader's
 converters), says so, and then, between requests, imports the rest one module at a time: what a
 grading job imports on its first run (nbclient, the trusted harness) and MODULES, what the run's kernels
-preload and its test cells import (torch, transformers' Llama: `autograder.grading.templates.test_imports`), and the
-channel's torch where tensors can cross it (`SESSION`).
+preload and its test cells import (torch, transformers' Llama: `autograder.grading.templates.test_imports`), the
+channel's torch where tensors can cross it (`SESSION`) and what torch's checks import (`TORCH_CHECKS`):
+`grading_imports`.
 Each request on FD (a SOCK_SEQPACKET socket) carries the new worker's stdin, stdout and log as SCM_RIGHTS, and
 the modules it needs (``needs``); the fork becomes a session leader with
 them as its 0, 1 and 2 and runs `autograder.workers.worker.run`, the loop of a worker started alone. Those of
@@ -48,6 +49,7 @@ from autograder.sandbox.limits import START_SECONDS
 
 if TYPE_CHECKING:
     from autograder.harness.notebook import Kept
+    from autograder.records import Template
 
 WHO = "worker forks"  # its milestones' name
 FOLLOW_UP = 0.1  # seconds a fork waits for the next worker's request before it imports on (torch takes 2 s)
@@ -61,6 +63,20 @@ FIRST_JOB = ("nbclient", "jupyter_client.asynchronous", "nbconvert.exporters.htm
 # What a grading job's channel imports besides, where tensors can cross it (`autograder.records.Job.tensors`), whatever
 # its kernels preload: one of MODULES when some kernel of the run can import torch (`autograder.grading.plan`).
 SESSION = ("torch", "autograder.channel.tensors")
+# What torch imports on its first check (`torch._check`, which nn.MultiheadAttention's key_padding_mask check calls,
+# for one): torch.fx's symbolic shapes and sympy, a third of a second of a core, once here instead of in every worker
+# whose tests call it (transformers imports it anyway). One of MODULES where some test cell of the run imports torch.
+TORCH_CHECKS = ("torch.fx.experimental.symbolic_shapes",)
+
+
+def grading_imports(template: Template, tensors: bool) -> tuple[str, ...]:
+    """What a worker imports to grade ``template``'s submissions, in order: what its kernels preload; the channel's
+    torch where tensors can cross it (``tensors``: `autograder.records.Job.tensors`) or its test cells import torch
+    (`SESSION`); what its test cells import (`Template.imports`), and with torch what torch's checks import
+    (`TORCH_CHECKS`)."""
+    tested_with_torch = any(covers(("torch",), module) for module in template.imports)
+    return tuple(dict.fromkeys((*template.preload, *(SESSION if tensors or tested_with_torch else ()),
+                                *template.imports, *(TORCH_CHECKS if tested_with_torch else ()))))
 
 
 def log_tail(log: Path, lines: int = 15) -> str:

@@ -33,7 +33,7 @@ from autograder.sandbox.probe import check_isolation
 from autograder.sandbox.warm import WarmStartUnavailable, Zygote, check_warm_start
 from autograder.sandbox.zygote_protocol import PreloadSet
 from autograder.workers.dispatch import Isolation, KernelSet
-from autograder.workers.forks import FIRST_JOB, SESSION, ForkedWorker, WorkerForks, covers, log_tail
+from autograder.workers.forks import FIRST_JOB, ForkedWorker, WorkerForks, covers, grading_imports, log_tail
 from course import ROOT
 
 THREADS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "OMP_WAIT_POLICY")
@@ -63,15 +63,13 @@ def isolation_line(isolate: bool, warm: bool, zygote: Zygote | None = None) -> I
 
 def needs_of(job: Job | GenerateJob) -> tuple[str, ...]:
     """What a worker imports before it takes ``job`` (`autograder.workers.forks`): what a first job imports (a
-    template's maker too); to grade, what the job's kernels preload and its test cells import, and where tensors can
-    cross its channel (`Job.tensors`) or its test cells import torch, the channel's tensors. Nothing else of the run:
-    a numpy assignment is graded while torch imports, one on torch while transformers' oracles import (waiting for
-    them kept chapter 3's jobs waiting on chapter 6's Llama, a core idle), and chapter 6's on a fork made after."""
+    template's maker too); to grade, what grading the job's template needs (`autograder.workers.forks.grading_imports`,
+    the channel's torch where tensors can cross it: `Job.tensors`). Nothing else of the run: a numpy assignment is
+    graded while torch imports, one on torch while transformers' oracles import (waiting for them kept chapter 3's
+    jobs waiting on chapter 6's Llama, a core idle), and chapter 6's on a fork made after."""
     if isinstance(job, GenerateJob):
         return FIRST_JOB
-    torch = job.tensors or any(covers(("torch",), module) for module in job.template.imports)
-    return tuple(dict.fromkeys((*FIRST_JOB, *job.template.preload, *job.template.imports,
-                                *(SESSION if torch else ()))))
+    return tuple(dict.fromkeys((*FIRST_JOB, *grading_imports(job.template, job.tensors))))
 
 
 class Worker:

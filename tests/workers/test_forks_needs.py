@@ -4,6 +4,8 @@ needs is replaced by one forked with it (`autograder.workers.forks`, `autograder
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -15,7 +17,7 @@ from autograder.milestones import read_milestones
 from autograder.records import GenerateJob, Job, Template
 from autograder.sandbox.limits import Limits
 from autograder.workers.dispatch import KernelSet, grading_weight
-from autograder.workers.forks import FIRST_JOB, SESSION, covers
+from autograder.workers.forks import FIRST_JOB, SESSION, TORCH_CHECKS, covers
 from autograder.workers.pool import Pool, needs_of
 
 
@@ -57,8 +59,11 @@ def test_needs_and_the_order_of_jobs() -> None:
         "outside the sandbox a kernel sees every package, torch too")
     tested_with_torch = Template("a", "k", Path("/nowhere"), (), (), *light, imports=("math", "torch.nn.functional"))
     assert set(needs_of(Job(tested_with_torch, {}, Limits(), True))) == {*FIRST_JOB, *SESSION, "math",
-                                                                          "torch.nn.functional"}, (
-        "a numpy assignment whose tests use torch: its worker is forked with torch, shared, not importing its own")
+                                                                          "torch.nn.functional", *TORCH_CHECKS}, (
+        "a numpy assignment whose tests use torch: its worker is forked with torch and what torch's checks import, "
+        "shared, not importing its own")
+    assert not set(TORCH_CHECKS) & set(needs_of(Job(numpy_only, {}, Limits(), False))), (
+        "a job whose tests use no torch does not wait for what torch's checks import")
     tested_with_oracle = Template("a", "k", Path("/nowhere"), (), (), *torch, imports=oracle)
     assert set(oracle) <= set(needs_of(Job(tested_with_oracle, {}, Limits(), True))), (
         "a worker waits for what its job's test cells import (transformers' oracle), which its kernels need not "
@@ -172,6 +177,24 @@ def test_a_run_imports_in_the_order_its_jobs_come(tmp_path: Path) -> None:
     _start(Options(tmp_path / "in", tmp_path / "out", 2), templates, dispatcher, tmp_path)
     position = {name: index for index, name in enumerate(dispatcher.imports)}
     assert position["torch"] < position["transformers.models.llama.modeling_llama"], dispatcher.imports
+    assert position["torch"] < position[TORCH_CHECKS[0]] < position["transformers.models.llama.modeling_llama"], (
+        f"chapter 3's tests use torch: what its checks import comes before chapter 6's oracle: {dispatcher.imports}")
     assert dispatcher.kernels == tuple(course.kernels(a) for a in ("01_similarity", "03_multi_head", "06_rope")), (
         f"the zygotes start in the order their jobs come: {dispatcher.kernels}")
     assert "transformers" not in course.kernels("06_rope").preload, "chapter 6's kernels import no transformers"
+
+
+def test_a_worker_with_torchs_checks_imported_imports_nothing_on_a_first_check() -> None:
+    # Chapter 3's hidden tests run nn.MultiheadAttention with a key_padding_mask, whose check (torch._check) imports
+    # torch.fx's symbolic shapes and sympy on its first call: a third of a second of a core in each worker. A worker
+    # forked with TORCH_CHECKS imported (what a job whose tests import torch waits for) imports none of it again.
+    script = (
+        "import importlib, sys, torch\n"
+        f"for name in {TORCH_CHECKS!r}: importlib.import_module(name)\n"
+        "before = set(sys.modules)\n"
+        "torch._check(True)\n"
+        "q = torch.randn(2, 3, 8)\n"
+        "torch.nn.MultiheadAttention(8, 2, batch_first=True)(q, q, q, key_padding_mask=torch.zeros(2, 3, dtype=bool))\n"
+        "print(sorted(set(sys.modules) - before))\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True)
+    assert done.stdout.strip() == "[]", f"torch's first check imported {done.stdout.strip()}"
