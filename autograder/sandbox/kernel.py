@@ -14,7 +14,6 @@ A warm kernel (`autograder.sandbox.zygote`) runs the same two halves apart: `pre
 
 from __future__ import annotations
 
-import gc
 import importlib
 import json
 import os
@@ -24,7 +23,7 @@ import sys
 import time
 from dataclasses import asdict, dataclass, replace
 
-from autograder.sandbox.guards import die_with_parent
+from autograder.sandbox.guards import die_with_parent, uncollected
 from autograder.sandbox.home import OWN_HOME, own_home
 from autograder.sandbox.limits import ENV, Limits
 
@@ -67,16 +66,16 @@ def set_limits(limits: Limits) -> None:
 
 
 def preload(modules: tuple[str, ...], forbid: str | None = None) -> object | None:
-    """Import ``modules``, each moved out of the collector's reach once imported (``gc.freeze``: the next one's full
-    collections do not walk it again), then take out what the chapter's rules forbid (``forbid``, comma-separated;
-    None: from ``AUTOGRADER_FORBID``; `autograder.sandbox.rules.install`). Returns the rules' registration, which
+    """Import ``modules`` with no collection meanwhile, then move them out of the collector's reach
+    (`autograder.sandbox.guards.uncollected`: no later collection walks them), then take out what the chapter's
+    rules forbid (``forbid``, comma-separated; None: from ``AUTOGRADER_FORBID``; `autograder.sandbox.rules.install`). Returns the rules' registration, which
     the caller keeps for the kernel's life. No torch operation runs: a warm start (`autograder.sandbox.zygote`) forks
     kernels from the process that called this."""
     from autograder.sandbox import rules
 
-    for module in modules:
-        importlib.import_module(module)
-        gc.freeze()
+    with uncollected():
+        for module in modules:
+            importlib.import_module(module)
     return rules.install(rules.parse(os.environ.get(rules.ENV, "") if forbid is None else forbid))
 
 

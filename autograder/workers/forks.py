@@ -43,7 +43,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from autograder.sandbox.guards import PARENT_POLL, die_with_parent
+from autograder.sandbox.guards import PARENT_POLL, die_with_parent, uncollected
 from autograder.milestones import milestone
 from autograder.sandbox.limits import START_SECONDS
 
@@ -198,15 +198,15 @@ def covers(needs: Iterable[str], module: str) -> bool:
 
 
 def _import(name: str) -> None:
-    """Import ``name``, which may name no module (``from x import y`` read as x.y), then move what it left out of
-    the collector's reach (``gc.freeze``), so that the next import's full collections do not walk it again (about
-    a second of a core over torch's and transformers' imports); a forked worker that needs what failed imports it
-    again, and fails as a worker started alone would."""
+    """Import ``name``, which may name no module (``from x import y`` read as x.y), with no collection meanwhile,
+    then move what it left out of the collector's reach (`autograder.sandbox.guards.uncollected`), so that no later
+    collection walks it again; a forked worker that needs what failed imports it again, and fails as a worker
+    started alone would."""
     try:
-        importlib.import_module(name)
+        with uncollected():
+            importlib.import_module(name)
     except ImportError:
         return
-    gc.freeze()
     if "." not in name:
         milestone(WHO, f"imported {name}")
 
@@ -225,10 +225,10 @@ def main(argv: list[str]) -> None:
     control = socket.socket(fileno=int(argv[0]))
     die_with_parent()
     parent = os.getppid()
-    from autograder.workers import worker
+    with uncollected():  # as every import (`_import`)
+        from autograder.workers import worker
 
-    worker.prepare()
-    gc.freeze()  # as after every import (`_import`)
+        worker.prepare()
     milestone(WHO, "imported nbgrader")
     pending = list(dict.fromkeys([*FIRST_JOB, *filter(None, argv[1].split(","))]))
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the kernel reaps the forks

@@ -1,4 +1,5 @@
-"""What each worker imports before its first job builds no parser it never uses.
+"""What each worker imports before its first job builds no parser it never uses, and the processes that fork
+workers and kernels import without collecting.
 
 jsonschema 4.25 and later, when rfc3987-syntax is installed (jupyter-events' ``format-nongpl`` extra pulls it in),
 compile that package's Earley grammar for the ``iri`` format as nbformat imports them: about 1.5 CPU-s in the worker
@@ -28,3 +29,40 @@ def test_nbgraders_imports_compile_no_grammar() -> None:
         f"`{STARTUP}` loaded {loaded}: jsonschema compiles rfc3987-syntax's grammar at import when both are "
         f"installed (jsonschema {version('jsonschema')}); pin jsonschema to 4.24.1 as requirements.txt says")
 
+
+
+# Counts the collections of the process it runs in (``starts``, cleared before what is measured).
+COUNTED = ("import gc, os\n"
+           "starts = []\n"
+           "gc.callbacks.append(lambda phase, info: starts.append(phase) if phase == 'start' else None)\n")
+
+
+def test_the_worker_forks_import_nbgrader_without_a_collection() -> None:
+    # The process the workers are forked from imports nbgrader first (`autograder.workers.forks.main`), then torch and
+    # transformers: none of it is ever freed, and the collections its allocations set off walked it (0.3-0.4 s of a
+    # core over a run's imports). Its control socket closed at once, it returns after that first import.
+    probe = (COUNTED + "import socket, sys\n"
+             "from autograder.workers import forks\n"
+             "ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)\n"
+             "ours.close()\n"
+             "starts.clear()\n"
+             "forks.main([str(theirs.fileno()), ''])\n"
+             "print(len(starts), 'nbgrader.converters' in sys.modules, gc.isenabled(), gc.get_freeze_count() > 10**5)\n")
+    done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["0", "True", "True", "True"], (
+        f"collections while the forks imported nbgrader, nbgrader imported, collector back on, imports frozen: "
+        f"{done.stdout.split()}")
+
+
+def test_a_preload_imports_without_a_collection_and_leaves_the_collector_on() -> None:
+    # A zygote's and a cold kernel's preload (`autograder.sandbox.kernel.preload`): torch imports with no collection;
+    # the kernels forked after, and student code, run with the collector on.
+    probe = (COUNTED + "from autograder.sandbox.kernel import preload\n"
+             "starts.clear()\n"
+             "preload(('torch', 'xml.dom.minidom'), '')\n"
+             "print(len(starts), gc.isenabled(), gc.get_freeze_count() > 10**5)\n")
+    done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["0", "True", "True"], (
+        f"collections during the preload, collector back on, imports frozen: {done.stdout.split()}")
