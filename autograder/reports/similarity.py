@@ -28,12 +28,14 @@ import itertools
 import tokenize
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from autograder.records import Task, Template
 from autograder.reports.grades_csv import write_csv
 from course.notebooks import code_cells, read_notebook, source_of
+
+if TYPE_CHECKING:
+    import numpy as np
 
 NOISE = 25  # copydetect's default: runs shorter than 25 normalised characters are not fingerprinted
 # Near the middle of the gap between the most similar independent right answers of the bank (0.62; one pair
@@ -185,7 +187,7 @@ def _fingerprint(code: str, boilerplate: np.ndarray | None):
 
 def _spans(slices: np.ndarray, length: int) -> tuple[tuple[int, int], ...]:
     """copydetect's slices (2 x N character offsets of the shared regions) as (start, end) spans within the code."""
-    return tuple((start, end) for start, end in zip(*np.clip(slices, 0, length).astype(int).tolist()) if end > start)
+    return tuple((start, end) for start, end in zip(*slices.clip(0, length).astype(int).tolist()) if end > start)
 
 
 def _segments(code: str, spans: tuple[tuple[int, int], ...]) -> tuple[Segment, ...]:
@@ -206,6 +208,7 @@ def similar_pairs(assignment: str, codes: dict[str, str], starter: str, threshol
     """Every pair of students (``codes``: student id -> solution code) whose similarity is at least
     ``threshold`` and who share at least MIN_SHARED fingerprints, most similar first; the fingerprints of
     ``starter`` (the released code of the same cells) are left out of every comparison."""
+    import numpy as np  # imported here, not at the grader's start (the workers wait for it)
     from copydetect import compare_files  # imported here: copydetect loads matplotlib.pyplot and tqdm
 
     boilerplate = np.array(sorted(_fingerprint(starter, None).hashes))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import subprocess
 import sys
 import zipfile
 from dataclasses import replace
@@ -97,6 +98,15 @@ def test_version(capsys, command: list[str]) -> None:
     with pytest.raises(SystemExit) as stopped:
         main(command)
     assert stopped.value.code == 0 and capsys.readouterr().out.startswith("python -m autograder")
+
+
+def test_the_grader_starts_its_workers_before_numpy_imports() -> None:
+    # Nothing runs beside the grader's own start (one core idle): what it imports before the workers start delays
+    # every verdict. numpy (the similarity report's, about 45 ms of it) is imported where it is used.
+    probe = "import sys; import autograder.__main__, autograder.grading.run; print('numpy' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "False", "the grader's start imported numpy"
 
 
 def test_release_of_an_unknown_assignment_is_a_usage_error(capsys) -> None:
