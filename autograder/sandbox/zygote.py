@@ -55,7 +55,8 @@ from autograder.sandbox.limits import Limits
 from autograder.sandbox.zygote_protocol import (Exited, Kill, KernelRequest, Lines, Message, PreloadSet, Ready, Spawned,
                                                 encode)
 
-# What ipykernel imports while it starts (its debugger's pydevd among them: a quarter of a second); no thread
+# What ipykernel imports while it starts (its debugger's module, without debugpy: no kernel sees it,
+# `autograder.sandbox.site_view.KERNEL_HIDES`); no thread
 # starts at their import, so each kernel forked from here starts with them imported, as a cold one starts. With
 # them, what ipykernel's start imports besides (sqlite3 for its history, tornado's asyncio loop, faulthandler) and the
 # module the harness has the kernel run at its first test cell (`autograder.channel.served`, by name: the kernel

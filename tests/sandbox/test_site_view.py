@@ -8,7 +8,8 @@ from pathlib import PurePosixPath
 
 import pytest
 
-from autograder.sandbox.site_view import _first_part, _installed, _name, site_folders, top_entries
+from autograder.sandbox.site_view import (KERNEL_HIDES, _first_part, _installed, _name, shown_entries, site_folders,
+                                         top_entries)
 
 
 def test_each_distribution_installed_here_has_the_entries_importlib_lists() -> None:
@@ -40,3 +41,15 @@ def test_the_distributions_are_named_as_their_metadata_names_them() -> None:
         got = {name: found.metadata["Version"] for name, found in _installed(site).items()}
         assert got == expected, (f"{site}: only from the folders' names {sorted(set(got.items()) - set(expected.items()))}, "
                                  f"only from METADATA {sorted(set(expected.items()) - set(got.items()))}")
+
+
+@pytest.mark.parametrize("packages", [("numpy",), ("torch",)])
+def test_a_kernel_sees_ipykernel_but_not_its_debugger(packages: tuple[str, ...]) -> None:
+    # ipykernel requires debugpy, which nothing attaches to in a grading kernel: hidden, ipykernel starts with no
+    # debugger and no zygote imports pydevd. Every sandboxed kernel of the suite (warm and cold) starts with this view.
+    shown = {entry for site in site_folders() for entry in shown_entries(site, packages)}
+    hidden = {entry for site in site_folders() for name, distribution in _installed(site).items()
+              if name in map(_name, KERNEL_HIDES) for entry in top_entries(distribution)}
+    assert hidden, "debugpy is installed with ipykernel here"
+    assert {"ipykernel", "IPython", *packages} <= shown, sorted(shown)
+    assert not hidden & shown, f"a kernel of {packages} sees ipykernel's debugger: {sorted(hidden & shown)}"
