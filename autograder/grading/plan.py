@@ -118,9 +118,9 @@ def _start(options: Options, templates: Mapping[str, Template], dispatcher: Disp
            scratch: Path) -> Mapping[KernelSet, str]:
     """Start what grading the assignments of ``templates`` needs and let it import (`Dispatcher.prepare`): the
     workers, with what grading each template needs (`autograder.workers.forks.grading_imports`: what its kernels
-    preload and its test cells import, the channel's torch, torch's checks), and (warm and isolated) a warm process per set of kernels; their
-    addresses. Both in the order the jobs come (`grading_weight`), so that what the first jobs need is imported
-    first."""
+    preload and its test cells import, the channel's torch, torch's checks), and (warm and isolated) a warm process
+    per set of kernels; their addresses. Both in the order the jobs come (`grading_weight`), so that what the first
+    jobs need is imported first."""
     order = sorted(templates.values(), key=lambda t: (grading_weight(KernelSet.of(t), t.imports), t.assignment))
     imports = [module for template in order  # tensors_cross: the channel's torch (`Job.tensors`)
                for module in grading_imports(template, tensors_cross(template.packages, options.isolate))]

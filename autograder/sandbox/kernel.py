@@ -68,9 +68,9 @@ def set_limits(limits: Limits) -> None:
 def preload(modules: tuple[str, ...], forbid: str | None = None) -> object | None:
     """Import ``modules`` with no collection meanwhile, then move them out of the collector's reach
     (`autograder.sandbox.guards.uncollected`: no later collection walks them), then take out what the chapter's
-    rules forbid (``forbid``, comma-separated; None: from ``AUTOGRADER_FORBID``; `autograder.sandbox.rules.install`). Returns the rules' registration, which
-    the caller keeps for the kernel's life. No torch operation runs: a warm start (`autograder.sandbox.zygote`) forks
-    kernels from the process that called this."""
+    rules forbid (``forbid``, comma-separated; None: from ``AUTOGRADER_FORBID``; `autograder.sandbox.rules.install`).
+    Returns the rules' registration, which the caller keeps for the kernel's life. No torch operation runs: a warm
+    start (`autograder.sandbox.zygote`) forks kernels from the process that called this."""
     from autograder.sandbox import rules
 
     with uncollected():

@@ -8,8 +8,8 @@ from pathlib import PurePosixPath
 
 import pytest
 
-from autograder.sandbox.site_view import (KERNEL_HIDES, _first_part, _installed, _name, shown_entries, site_folders,
-                                         top_entries)
+from autograder.sandbox.site_view import (KERNEL_HIDES, _first_part, _installed, _name, shown_entries,
+                                         site_folders, top_entries)
 
 
 def test_each_distribution_installed_here_has_the_entries_importlib_lists() -> None:
@@ -35,11 +35,13 @@ def test_the_first_part_of_a_recorded_path_is_pathlibs(path: str, first: str) ->
 
 def test_the_distributions_are_named_as_their_metadata_names_them() -> None:
     """`_installed` names each distribution from its metadata folder's name, not its METADATA file: for every
-    site-packages folder here, the names (and the versions behind them) must be those importlib reads from the metadata itself."""
+    site-packages folder here, the names (and the versions behind them) must be those importlib reads from the
+    metadata itself."""
     for site in site_folders():
         expected = {_name(found.metadata["Name"]): found.metadata["Version"] for found in distributions(path=[site])}
         got = {name: found.metadata["Version"] for name, found in _installed(site).items()}
-        assert got == expected, (f"{site}: only from the folders' names {sorted(set(got.items()) - set(expected.items()))}, "
+        assert got == expected, (f"{site}: only from the folders' names "
+                                 f"{sorted(set(got.items()) - set(expected.items()))}, "
                                  f"only from METADATA {sorted(set(expected.items()) - set(got.items()))}")
 
 

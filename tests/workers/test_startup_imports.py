@@ -47,7 +47,8 @@ def test_the_worker_forks_import_nbgrader_without_a_collection() -> None:
              "ours.close()\n"
              "starts.clear()\n"
              "forks.main([str(theirs.fileno()), ''])\n"
-             "print(len(starts), 'nbgrader.converters' in sys.modules, gc.isenabled(), gc.get_freeze_count() > 10**5)\n")
+             "print(len(starts), 'nbgrader.converters' in sys.modules, gc.isenabled(),\n"
+             "      gc.get_freeze_count() > 10**5)\n")
     done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["0", "True", "True", "True"], (
