@@ -1,6 +1,7 @@
 """nbgrader through its Python API: the course's config (`autograder/nbgrader_config.py`, which holds the
 course id), an nbgrader converter run in this process, and `generate_assignment`, the one way this project
-generates an assignment (`release`, each assignment's grading template, the grading benchmark).
+generates an assignment (`release`, each assignment's grading template through `generate_template`, the grading
+benchmark).
 
 Runs wherever nbgrader's course is needed: the grader (its environment; `release`), the worker (templates,
 gradebooks) and the worker that writes the class gradebook. Imports nothing of autograder but its config's path.
@@ -11,7 +12,10 @@ from __future__ import annotations
 import io
 import logging
 import os
+import sqlite3
 import sys
+import uuid
+from contextlib import closing
 from functools import cache
 from pathlib import Path
 
@@ -124,3 +128,22 @@ def generate_assignment(assignment: str, root: Path, source_directory: str, rele
     config = course_config(root, db_url, source_directory=source_directory, release_directory=str(release_directory))
     config.GenerateAssignment.force = True
     return run_converter(GenerateAssignment, config, assignment)
+
+
+def generate_template(assignment: str, root: Path, source_directory: str, release_directory: Path,
+                      gradebook: Path) -> str:
+    """`generate_assignment` with its gradebook built in memory and written to the file ``gradebook`` in one
+    transaction once nbgrader succeeded (nothing is written when it failed); returns nbgrader's error log.
+
+    nbgrader commits once per cell it records: on disk, each commit writes, syncs and deletes a journal, some 50
+    times an assignment. A grading template's gradebook is made afresh whenever its sources change, so it is built
+    where commits cost nothing, a named SQLite database in this process's memory (SQLite's ``memdb``; it lives
+    while ``keeper``, a connection to it, is open), and copied out with SQLite's backup."""
+    memory = f"file:/autograder-template-{uuid.uuid4().hex}?vfs=memdb"  # shared by this process's connections
+    with closing(sqlite3.connect(memory, uri=True)) as keeper:
+        error_log = generate_assignment(assignment, root, source_directory, release_directory,
+                                        f"sqlite:///{memory}&uri=true")
+        if not error_log:
+            with closing(sqlite3.connect(gradebook)) as written:
+                keeper.backup(written)
+    return error_log

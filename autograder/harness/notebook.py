@@ -48,7 +48,7 @@ from autograder.harness.execute import TrustedExecute
 from autograder.harness.feedback import MESSAGE_LIMIT, incidents, sanitize_for_feedback, shorten
 from autograder.harness.feedback_page import CompiledTemplates, feedback_pages, record_instructor_cells
 from autograder.harness.timings import JobClock, job_timings, read_kernel_times
-from autograder.nbgrader_course import course_id, generate_assignment, job_log, logged
+from autograder.nbgrader_course import course_id, generate_template, job_log, logged
 from autograder.records import GenerateJob, Job, Result, Template
 from autograder.sandbox.bwrap import (KERNEL_NAME, Channel, environment, kernel_argv, new_channel,
                                       prepare_home, socket_link, write_kernelspec)
@@ -90,8 +90,8 @@ def generate(job: GenerateJob, templates: CompiledTemplates | None = None) -> Re
     and its graded cells (`record_cells`), written last."""
     template = job.template
     template.folder.mkdir(parents=True, exist_ok=True)
-    error_log = generate_assignment(template.assignment, Path(job.root), job.source_directory,
-                                    template.released.parent, f"sqlite:///{template.gradebook}")
+    error_log = generate_template(template.assignment, Path(job.root), job.source_directory,
+                                  template.released.parent, template.gradebook)
     if error_log:
         return Result("failed", f"nbgrader generate_assignment {template.assignment} failed: "
                                 f"{_failure_reason(error_log)}")

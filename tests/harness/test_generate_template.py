@@ -1,0 +1,52 @@
+"""A grading template's gradebook is built in memory and written once (`autograder.nbgrader_course.generate_template`):
+the same rows as nbgrader writes to a gradebook on disk, one transaction instead of nbgrader's commit per cell, and
+no file when nbgrader fails."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from nbgrader.api import Gradebook
+
+from autograder.nbgrader_course import course_id, generate_assignment, generate_template
+from tests.grading_helpers import FIXTURE_SOURCE
+
+
+def _course(root: Path) -> Path:
+    shutil.copytree(FIXTURE_SOURCE / "toy", root / "source" / "toy")
+    return root
+
+
+def _rows(db: Path) -> dict[str, object]:
+    """What the gradebook ``db`` says of the toy: its cells, their points, sources and checksums."""
+    with Gradebook(f"sqlite:///{db}", course_id()) as gradebook:
+        notebook = gradebook.find_notebook("toy", "toy")
+        return {"grade": sorted((c.name, c.max_score, c.cell_type) for c in notebook.grade_cells),
+                "solution": sorted(c.name for c in notebook.solution_cells),
+                "task": sorted(c.name for c in notebook.task_cells),
+                "source": sorted((c.name, c.cell_type, c.locked, c.source, c.checksum) for c in notebook.source_cells)}
+
+
+def _transactions(db: Path) -> int:
+    """The transactions that have changed the SQLite file ``db`` (its header's file change counter)."""
+    return int.from_bytes(db.read_bytes()[24:28], "big")
+
+
+def test_a_templates_gradebook_holds_nbgraders_rows_written_in_one_transaction(tmp_path: Path) -> None:
+    course = _course(tmp_path / "course")
+    on_disk, in_memory = tmp_path / "disk.db", tmp_path / "template.db"
+    assert generate_assignment("toy", course, "source", tmp_path / "disk", f"sqlite:///{on_disk}") == ""
+    assert generate_template("toy", course, "source", tmp_path / "release", in_memory) == ""
+    assert _rows(in_memory) == _rows(on_disk)
+    assert (tmp_path / "release" / "toy" / "toy.ipynb").exists()
+    assert _transactions(on_disk) > 10, "nbgrader commits once per cell on disk: this test no longer tells them apart"
+    assert _transactions(in_memory) == 1, (f"the template's gradebook took {_transactions(in_memory)} transactions: "
+                                           "it should be built in memory and written at once")
+
+
+def test_a_failed_generation_writes_no_gradebook(tmp_path: Path) -> None:
+    course = _course(tmp_path / "course")
+    gradebook = tmp_path / "template.db"
+    assert generate_template("no_such_assignment", course, "source", tmp_path / "release", gradebook) != ""
+    assert not gradebook.exists()
