@@ -9,15 +9,18 @@ no nbgrader; the grader reads the manual points (`read_manual_scores`) once they
 `ClassGradebook.record` commits in batches (every `BATCH` results or `BATCH_SECONDS`, and on `close`): a run that
 dies loses at most the last batch from the gradebook, never a grade, since every result is stored before it is
 recorded (`autograder.reports.state.save_state`) and the next run records the stored results again. nbgrader's
-``update_or_create_*`` commit on every call, so a new student or submission is made here as nbgrader's
-``add_student`` and ``add_submission`` make it (the same rows), without their commit.
+``update_or_create_*`` and ``add_*`` commit on every call (an assignment was a commit per cell, each a
+journal written, synced and deleted), so an assignment, its notebooks and cells, a new student and a submission are
+made here as those calls make them (the same rows), without their commits.
 """
 
 from __future__ import annotations
 
 import time
 import warnings
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from functools import partial
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from autograder.records import Result, Task, Template
@@ -48,29 +51,39 @@ class ClassGradebook:
         self.committed = time.monotonic()
 
     def _ensure_assignment(self, template: Template) -> None:
+        """``template``'s assignment, its notebooks and their cells, made or updated as nbgrader's
+        ``update_or_create_*`` make them (the same rows), uncommitted: they are written with the batch."""
         if template.assignment in self.ready:
             return
+        from nbgrader.api import Assignment, GradeCell, Notebook, SolutionCell, SourceCell, TaskCell
         from nbgrader.api import Gradebook as NbgraderGradebook
 
         from autograder.nbgrader_course import course_id
 
-        gb = self.gradebook
-        gb.update_or_create_assignment(template.assignment)
+        gb, name = self.gradebook, template.assignment
+        assignment = _upsert(gb.db, partial(gb.find_assignment, name),
+                             partial(Assignment, name=name, course_id=gb.course_id))
         with NbgraderGradebook(f"sqlite:///{template.gradebook}", course_id()) as source:
-            for name in template.notebooks:
-                gb.update_or_create_notebook(name, template.assignment)
-                notebook = source.find_notebook(name, template.assignment)
-                for cell in notebook.grade_cells:
-                    gb.update_or_create_grade_cell(cell.name, name, template.assignment, max_score=cell.max_score,
-                                                   cell_type=cell.cell_type)
-                for cell in notebook.task_cells:
-                    gb.update_or_create_task_cell(cell.name, name, template.assignment, max_score=cell.max_score,
-                                                  cell_type=cell.cell_type)
-                for cell in notebook.solution_cells:
-                    gb.update_or_create_solution_cell(cell.name, name, template.assignment)
-                for cell in notebook.source_cells:
-                    gb.update_or_create_source_cell(cell.name, name, template.assignment, cell_type=cell.cell_type,
-                                                    locked=cell.locked, source=cell.source, checksum=cell.checksum)
+            for notebook_name in template.notebooks:
+                notebook = _upsert(gb.db, partial(gb.find_notebook, notebook_name, name),
+                                   partial(Notebook, name=notebook_name, assignment=assignment))
+                where = (notebook_name, name)
+                found = source.find_notebook(*where)
+                for cell in found.grade_cells:
+                    _upsert(gb.db, partial(gb.find_grade_cell, cell.name, *where),
+                            partial(GradeCell, name=cell.name, notebook=notebook),
+                            max_score=cell.max_score, cell_type=cell.cell_type)
+                for cell in found.task_cells:
+                    _upsert(gb.db, partial(gb.find_task_cell, cell.name, *where),
+                            partial(TaskCell, name=cell.name, notebook=notebook),
+                            max_score=cell.max_score, cell_type=cell.cell_type)
+                for cell in found.solution_cells:
+                    _upsert(gb.db, partial(gb.find_solution_cell, cell.name, *where),
+                            partial(SolutionCell, name=cell.name, notebook=notebook))
+                for cell in found.source_cells:
+                    _upsert(gb.db, partial(gb.find_source_cell, cell.name, *where),
+                            partial(SourceCell, name=cell.name, notebook=notebook), cell_type=cell.cell_type,
+                            locked=cell.locked, source=cell.source, checksum=cell.checksum)
         self.ready.add(template.assignment)
 
     def record(self, task: Task, result: Result) -> None:
@@ -84,6 +97,7 @@ class ClassGradebook:
             except Exception:
                 self.gradebook.db.rollback()  # this batch is recorded again from the stored results by the next run
                 self.pending = 0
+                self.ready.clear()  # the assignments made in this batch went with it
                 raise
         self.pending += 1
         if self.pending >= self.batch or time.monotonic() - self.committed >= self.batch_seconds:
@@ -168,6 +182,22 @@ class ClassGradebook:
             self.commit()
         finally:
             self.gradebook.close()
+
+
+def _upsert(db: Any, find: Callable[[], Any], make: Callable[..., Any], **attrs: Any) -> Any:
+    """nbgrader's ``update_or_create_*`` without its commit: the row ``find`` returns with ``attrs`` set, or where it
+    raises nbgrader's MissingEntry, ``make(**attrs)`` added to the session ``db``."""
+    from nbgrader.api import MissingEntry
+
+    try:
+        row = find()
+    except MissingEntry:
+        row = make(**attrs)
+        db.add(row)
+        return row
+    for attr, value in attrs.items():
+        setattr(row, attr, value)
+    return row
 
 
 def read_manual_scores(db_url: str, templates: dict[str, Template],
