@@ -15,6 +15,7 @@ import os
 import sqlite3
 import sys
 import uuid
+import warnings
 from contextlib import closing
 from functools import cache
 from pathlib import Path
@@ -131,19 +132,29 @@ def generate_assignment(assignment: str, root: Path, source_directory: str, rele
 
 
 def generate_template(assignment: str, root: Path, source_directory: str, release_directory: Path,
-                      gradebook: Path) -> str:
+                      gradebook: Path, student: str | None = None) -> str:
     """`generate_assignment` with its gradebook built in memory and written to the file ``gradebook`` in one
     transaction once nbgrader succeeded (nothing is written when it failed); returns nbgrader's error log.
+    ``student``: a student whose submission the gradebook holds too, made as Autograde's ``init_assignment`` makes
+    it (no timestamp).
 
     nbgrader commits once per cell it records: on disk, each commit writes, syncs and deletes a journal, some 50
     times an assignment. A grading template's gradebook is made afresh whenever its sources change, so it is built
     where commits cost nothing, a named SQLite database in this process's memory (SQLite's ``memdb``; it lives
     while ``keeper``, a connection to it, is open), and copied out with SQLite's backup."""
+    from nbgrader.api import Gradebook
+
     memory = f"file:/autograder-template-{uuid.uuid4().hex}?vfs=memdb"  # shared by this process's connections
     with closing(sqlite3.connect(memory, uri=True)) as keeper:
-        error_log = generate_assignment(assignment, root, source_directory, release_directory,
-                                        f"sqlite:///{memory}&uri=true")
-        if not error_log:
-            with closing(sqlite3.connect(gradebook)) as written:
-                keeper.backup(written)
-    return error_log
+        db_url = f"sqlite:///{memory}&uri=true"
+        error_log = generate_assignment(assignment, root, source_directory, release_directory, db_url)
+        if error_log:
+            return error_log
+        if student is not None:
+            with warnings.catch_warnings(), Gradebook(db_url, course_id()) as made:
+                warnings.simplefilter("ignore")  # update_or_create_submission trips SQLAlchemy's autoflush warnings
+                made.update_or_create_student(student)
+                made.update_or_create_submission(assignment, student)
+        with closing(sqlite3.connect(gradebook)) as written:
+            keeper.backup(written)
+    return ""

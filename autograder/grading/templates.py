@@ -23,7 +23,8 @@ from course import ROOT
 from course.chapters import REGISTRY, chapters, read_registry
 from course.notebooks import code_cells
 
-FORMAT_VERSION = 3  # 3: the cells are recorded beside the template (`Template.cells_record`)
+FORMAT_VERSION = 4  # 3: the cells are recorded beside the template (`Template.cells_record`); 4: its gradebook holds
+# the submission every job is graded as (`autograder.harness.notebook.generate`)
 
 
 UNREGISTERED = KernelSet(("torch",), None, ())  # an assignment no registry knows: torch, the safe guess (about 2 s)

@@ -13,9 +13,9 @@ template's folder and key):
   `autograder.harness.kept_gradebook` subclasses, CheckCellMetadata as
   `autograder.harness.cell_metadata.CompiledCheckCellMetadata` (its schema compiled once); each job brings its own
   Execute (`autograder.harness.execute.TrustedExecute`, which keeps the job's `Spent`);
-- one open gradebook (`autograder.harness.kept_gradebook.KeptGradebook`): a copy of the template's with the
-  submission's rows already made, as Autograde's ``init_assignment`` makes them (student ``student``, no
-  timestamp: never late). Each job runs in one transaction of it (`KeptGradebook.job`), rolled back when the
+- one open gradebook (`autograder.harness.kept_gradebook.KeptGradebook`): a copy of the template's, which holds
+  the submission's rows already, made with the template as Autograde's ``init_assignment`` makes them (student
+  ``student``, no timestamp: never late). Each job runs in one transaction of it (`KeptGradebook.job`), rolled back when the
   job ends, so no job's rows reach the next and nothing is written to the disk.
 
 `autograde` then does what Autograde does for one student, on the notebooks in memory: a notebook the
@@ -29,7 +29,6 @@ from __future__ import annotations
 import logging
 import shutil
 import tempfile
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -83,12 +82,9 @@ def _load(template: Template, folder: Path) -> Assignment:
     from nbgrader.preprocessors import Execute
 
     gradebook = folder / f"{template.assignment}.db"
-    shutil.copyfile(template.gradebook, gradebook)
+    shutil.copyfile(template.gradebook, gradebook)  # with STUDENT's submission (`autograder.harness.notebook.generate`)
     db_url = f"sqlite:///{gradebook}"
-    with warnings.catch_warnings(), Gradebook(db_url, course_id()) as gb:
-        warnings.simplefilter("ignore")  # nbgrader's update_or_create_submission trips SQLAlchemy's autoflush warnings
-        gb.update_or_create_student(STUDENT)
-        gb.update_or_create_submission(template.assignment, STUDENT)
+    with Gradebook(db_url, course_id()) as gb:
         notebooks = frozenset(notebook.name for notebook in gb.find_assignment(template.assignment).notebooks)
     kept = KeptGradebook(db_url, course_id())
     config = preprocessor_config(db_url)

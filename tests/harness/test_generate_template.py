@@ -1,6 +1,7 @@
 """A grading template's gradebook is built in memory and written once (`autograder.nbgrader_course.generate_template`):
 the same rows as nbgrader writes to a gradebook on disk, one transaction instead of nbgrader's commit per cell, and
-no file when nbgrader fails."""
+no file when nbgrader fails. A template's gradebook holds the submission every job is graded as, so that a worker's
+first job of an assignment only copies it (`autograder.harness.autograde.Assignments`)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,10 @@ from pathlib import Path
 
 from nbgrader.api import Gradebook
 
+from autograder.harness.autograde import STUDENT, Assignments
+from autograder.harness.notebook import generate
 from autograder.nbgrader_course import course_id, generate_assignment, generate_template
+from autograder.records import GenerateJob, Template
 from tests.grading_helpers import FIXTURE_SOURCE
 
 
@@ -50,3 +54,21 @@ def test_a_failed_generation_writes_no_gradebook(tmp_path: Path) -> None:
     gradebook = tmp_path / "template.db"
     assert generate_template("no_such_assignment", course, "source", tmp_path / "release", gradebook) != ""
     assert not gradebook.exists()
+
+
+def test_a_workers_copy_of_a_template_holds_the_graded_submission_already(tmp_path: Path) -> None:
+    course = _course(tmp_path / "course")
+    template = Template("toy", "key", tmp_path / "template", ("toy",), ())
+    assert generate(GenerateJob(template, str(course), "source")).status == "done"
+    with Gradebook(f"sqlite:///{template.gradebook}", course_id()) as gradebook:
+        grades = gradebook.find_submission_notebook("toy", "toy", STUDENT).grades
+        assert {g.name for g in grades} == {c.name for c in gradebook.find_notebook("toy", "toy").grade_cells}
+    made = _transactions(template.gradebook)
+    assignments = Assignments()  # its folder of copies lives as long as it does
+    kept = assignments.get(template, str(tmp_path))
+    try:
+        copied = _transactions(Path(kept.db_url.removeprefix("sqlite:///")))
+    finally:
+        kept.gradebook.close()
+    assert copied == made, (f"a worker's copy of the template took {copied - made} transactions more: the template "
+                            "should hold the submission its jobs are graded as")
