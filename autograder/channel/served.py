@@ -15,7 +15,10 @@ Requests (each a frame whose header has an ``op``) and their answers (``{"ok": v
   gradient graph back to arguments that required grad);
 - ``getattr``, ``setattr``, ``repr``, ``list``, ``bool``, ``isinstance`` on an object;
 - ``backward`` token, grads -> the gradients of the call's arguments;
-- ``release`` ids; ``done``.
+- ``done``.
+
+A request may also carry ``release``: the numbers of objects whose handles died on the trusted side, dropped before
+it is answered.
 
 While a call runs, the student's code may call an object of the trusted side (a test's recording
 model, a hook): `Trusted` sends ``callback`` or ``attr`` requests the other way and waits.
@@ -169,6 +172,8 @@ class Server:
 
     def handle(self, request: dict, payload: Any) -> tuple[Any, dict]:
         """Do what ``request`` asks; returns the value and any extra answer fields."""
+        for number in request.get("release", ()):  # objects whose handles died on the trusted side (no name kept)
+            self.numbers.pop(id(self.objects.pop(number, None)), None)
         op = request.get("op")
         if op == "lookup":  # a test cell begins
             if self.storages is not None:
@@ -178,11 +183,6 @@ class Server:
             return self._call(request, payload)
         if op == "backward":
             return self._backward(*payload), {}
-        if op == "release":
-            for number in payload:
-                value = self.objects.pop(number, None)
-                self.numbers.pop(id(value), None)
-            return None, {}
         target = self._resolve(Ref("sandbox", request.get("target")))
         if op == "getattr":
             return getattr(target, payload), {}

@@ -111,11 +111,10 @@ class Session:
         """Send a request; answer the kernel's callbacks meanwhile; return (value, answer header, buffers)."""
         if self.broken or self.sock is None:
             raise ChannelError(self.broken or "the notebook's kernel is not connected to the grader")
-        if self.released and header.get("op") != "release":
-            ids, self.released = self.released, []
-            self.request({"op": "release"}, ids)
         buffers: list[bytes] = []
         header = dict(header, payload=self.codec.encode(payload, buffers))
+        if self.released:  # the kernel's objects whose handles died here: it drops them before it answers
+            header["release"], self.released = self.released, []
         cell_bound = False
         try:
             send_frame(self.sock, Frame(header, buffers))

@@ -186,6 +186,40 @@ def test_objects_are_handles_that_behave(names) -> None:
     assert [p.shape for p in layer.parameters()] == [(2, 3), (2,)]
 
 
+RELEASED = """
+import weakref
+freed = []
+
+class Box:
+    def __init__(self):
+        weakref.finalize(self, freed.append, 1)
+
+def count_freed():
+    return len(freed)
+"""
+
+
+def test_handles_that_die_here_are_released_there_with_the_next_request(stand_in, monkeypatch) -> None:
+    # Each object the kernel sends as a handle stays in its table until the handle dies here; the numbers of the
+    # dead ones ride on the next request instead of a request of their own (a fifth of a class's requests).
+    import gc
+
+    from autograder.channel import session as session_module
+
+    session = stand_in.session()
+    assert session.request({"op": "exec"}, RELEASED)[0]["error"] is None
+    names = session.lookup(["Box", "count_freed"])
+    boxes = [names["Box"]() for _ in range(5)]
+    assert names["count_freed"]() == 0
+    del boxes
+    gc.collect()
+    sent = []
+    monkeypatch.setattr(session_module, "send_frame", lambda sock, frame: (sent.append(frame.header.get("op")),
+                                                                             send_frame(sock, frame)))
+    assert names["count_freed"]() == 5, "the kernel should drop the objects whose handles died before it answers"
+    assert sent == ["call"], f"the release should ride on the call, not be a request of its own: sent {sent}"
+
+
 def test_tensors_that_share_memory_there_share_it_here(names) -> None:
     cache = names["Cache"]()
     first = cache.update(torch.ones(2))
