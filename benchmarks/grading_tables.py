@@ -44,7 +44,7 @@ def run_table(figures: ClassFigures, jobs: int, cores: int) -> str:
     def ratio(run: Run) -> str:
         value = figures.ratio(run.mode)
         goal = f" (goal ≤ {RATIO_GOAL:.2f})" if run.mode == "warm" and figures.name == "small" else ""
-        return MISSING if value is None else f"{value:.2f}{goal}"
+        return MISSING if value is None else f"{value:.3f}{goal}"
 
     def pss(run: Run) -> str:
         goal = f" (goal < {PSS_GOAL / MiB:.0f})" if run.mode != "plain" and jobs == 2 else ""
@@ -106,7 +106,7 @@ def ratio_lines(figures: Figures) -> str:
             if run.mode == "plain":
                 continue
             ratio = found.ratio(run.mode)
-            figure = (f"{ratio:.2f} of plain nbgrader's wall time ({run.seconds:.1f} s against {plain.seconds:.1f} s)"
+            figure = (f"{ratio:.3f} of plain nbgrader's wall time ({run.seconds:.1f} s against {plain.seconds:.1f} s)"
                       if plain and ratio is not None else f"{run.seconds:.1f} s (plain nbgrader not run)")
             goal = ""
             if run.mode == "warm" and found.name == "small" and ratio is not None:
@@ -159,7 +159,7 @@ def compare_class(old: ClassFigures, new: ClassFigures, cores: tuple[int, int]) 
         return run and run.cores_busy
 
     rows = [["wall time (s)", *(_change(seconds(old, m), seconds(new, m), ".1f") for m in modes)],
-            ["ratio to plain nbgrader", *(_change(old.ratio(m), new.ratio(m), ".2f") for m in modes)],
+            ["ratio to plain nbgrader", *(_change(old.ratio(m), new.ratio(m), ".3f") for m in modes)],
             ["peak PSS (MiB)", *(_change(pss(old, m), pss(new, m), ".0f") for m in modes)],
             ["cores busy on average", *(_change(busy(old, m), busy(new, m), ".2f") for m in modes)],
             [f"load average (1 min), cores {cores[0]} → {cores[1]}",

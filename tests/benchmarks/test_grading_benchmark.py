@@ -149,7 +149,7 @@ def test_phase_means_average_each_phase_over_the_results_that_have_it(tmp_path: 
 def test_the_run_table_has_each_run_its_ratio_memory_and_load() -> None:
     table = run_table(_small(), jobs=2, cores=2)
     assert table.splitlines()[0] == "|  | plain nbgrader, sequential | autograder warm, --jobs 2 |"
-    assert "| ratio to plain nbgrader | 1.00 | 0.10 (goal ≤ 0.10) |" in table
+    assert "| ratio to plain nbgrader | 1.000 | 0.100 (goal ≤ 0.10) |" in table
     assert "| peak PSS, sum over processes | 400 MiB | 400 MiB (goal < 1024) |" in table
     assert "| load average (1 min) before → after, 2 cores | 1.50 → 1.75 | 1.50 → 1.75 |" in table
     assert "| cores busy on average (the whole machine) | – | – |" in table, "not measured: a file of an older run"
@@ -176,9 +176,9 @@ def test_the_phase_table_keeps_the_phase_order_and_sums_after_the_setup() -> Non
 def test_the_ratios_name_the_goal_the_load_and_the_cores() -> None:
     alone = replace(_small(), runs=(_run("warm", 9.0),))
     lines = ratio_lines(Figures("CPU", 2, 2, (_small(), _large(300), _large(120, plain=False), alone))).splitlines()
-    assert lines[0] == ("small class (6 x 2 = 12), warm: 0.10 of plain nbgrader's wall time (9.0 s against 90.0 s), "
+    assert lines[0] == ("small class (6 x 2 = 12), warm: 0.100 of plain nbgrader's wall time (9.0 s against 90.0 s), "
                         "goal ≤ 0.10; load warm 1.50 → 1.75, plain 1.50 → 1.75; 2 cores, --jobs 2")
-    assert "large class (300 x 1 = 300), warm: 0.15 of plain" in lines[1] and "goal < 120 s" in lines[1]
+    assert "large class (300 x 1 = 300), warm: 0.150 of plain" in lines[1] and "goal < 120 s" in lines[1]
     assert lines[2] == "large class (120 x 1 = 120), warm: 60.0 s (plain nbgrader not run); load warm 0.25 → 1.90; " \
                        "2 cores, --jobs 2"
     assert lines[3] == "small class (6 x 2 = 12), warm: 9.0 s (plain nbgrader not run); load warm 1.50 → 1.75; " \
@@ -196,11 +196,11 @@ def test_compare_puts_two_runs_side_by_side() -> None:
     assert text.startswith("before: main at 490de18; CPU: old\nafter: bench at eaf9a50; CPU: new\n")
     assert "| **fork to verdict** (all but the set-up) | 0.310 → 0.310 | 0.800 → 0.800 |" in text
     assert "| wall time (s) | 90.0 → 90.0 | 18.0 → 9.0 |" in text
-    assert "| ratio to plain nbgrader | 1.00 → 1.00 | 0.20 → 0.10 |" in text
+    assert "| ratio to plain nbgrader | 1.000 → 1.000 | 0.200 → 0.100 |" in text
     assert "| nbgrader's set-up, before the kernel | 0.200 → 0.050 | 0.300 → 0.300 |" in text
     assert "| fork from the assignment's warm process | 0.010 → 0.010 | – → – |" in text
     assert "large class, before → after (not the same class: 120 submissions before, 300 after)" in text
-    assert "| ratio to plain nbgrader | 1.00 → – | 0.15 → – |" in text
+    assert "| ratio to plain nbgrader | 1.000 → – | 0.150 → – |" in text
     only = compare_text(old, Figures("CPU", 2, 2, (_small(),)))
     assert only.endswith("graded in only one of the two runs: large")
     busy = Figures("CPU", 2, 2, (replace(_small(), runs=(_run("plain", 90.0), _run("warm", 9.0, busy=16.2))),))
