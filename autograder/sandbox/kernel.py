@@ -27,6 +27,10 @@ from autograder.sandbox.guards import die_with_parent, uncollected
 from autograder.sandbox.home import OWN_HOME, own_home
 from autograder.sandbox.limits import ENV, Limits
 
+# IPython's input history: a thread and an SQLite file per kernel, written after each cell, which no grading reads
+# (In and Out stay, in memory). Off, a kernel takes 6 ms less of a core.
+NO_HISTORY = "--HistoryManager.enabled=False"
+
 
 @dataclass(frozen=True)
 class KernelTimes:
@@ -90,7 +94,7 @@ def start(argv: list[str], times: KernelTimes, registered: object | None) -> Non
     from ipykernel.kernelapp import IPKernelApp
 
     app = IPKernelApp.instance()
-    app.initialize(argv)
+    app.initialize([*argv, NO_HISTORY])
     times_file = os.environ.get("AUTOGRADER_TIMES_FILE")
     if times_file:
         with open(times_file, "w") as handle:

@@ -47,6 +47,18 @@ def _points(result: Result) -> dict[str, float]:
     return {cell.grade_id: cell.points for cell in result.cells}
 
 
+def test_a_grading_kernel_keeps_no_input_history(toy, tmp_path: Path) -> None:
+    # IPython's history database (a thread and an SQLite file per kernel) serves no grading: the kernel starts with
+    # it off (autograder.sandbox.kernel.NO_HISTORY); In and Out still work, in memory.
+    template, released = toy
+    probe = ADD + "print('history', get_ipython().history_manager.enabled, len(In) > 1)\n"
+    result = _grade(template, student_notebook(released, {"add": probe, "mean": MEAN}), Kept(), tmp_path)
+    assert _points(result)["test_add"] == 1.0
+    printed = "".join("".join(output.get("text", "")) for cell in json.loads(result.autograded["toy"])["cells"]
+                      for output in cell.get("outputs", []))
+    assert "history False True" in printed, f"the kernel's history should be off, In kept: {printed!r}"
+
+
 def test_students_in_a_row_on_one_kept_state_get_their_own_scores(toy, tmp_path: Path) -> None:
     template, released = toy
     kept = Kept()
