@@ -22,6 +22,8 @@ from pathlib import Path
 
 from autograder import NBGRADER_CONFIG
 
+MEMDB = sqlite3.sqlite_version_info >= (3, 36)  # SQLite's in-memory databases shared by name (the memdb VFS)
+
 
 def nbgrader_environment() -> dict[str, str]:
     """os.environ with this Python's scripts first on PATH: nbgrader's gradebook runs `alembic` from PATH."""
@@ -141,20 +143,30 @@ def generate_template(assignment: str, root: Path, source_directory: str, releas
     nbgrader commits once per cell it records: on disk, each commit writes, syncs and deletes a journal, some 50
     times an assignment. A grading template's gradebook is made afresh whenever its sources change, so it is built
     where commits cost nothing, a named SQLite database in this process's memory (SQLite's ``memdb``; it lives
-    while ``keeper``, a connection to it, is open), and copied out with SQLite's backup."""
-    from nbgrader.api import Gradebook
-
+    while ``keeper``, a connection to it, is open), and copied out with SQLite's backup. An SQLite without memdb
+    (`MEMDB`) has nbgrader write the file itself."""
+    if not MEMDB:
+        return _generated(assignment, root, source_directory, release_directory, f"sqlite:///{gradebook}", student)
     memory = f"file:/autograder-template-{uuid.uuid4().hex}?vfs=memdb"  # shared by this process's connections
     with closing(sqlite3.connect(memory, uri=True)) as keeper:
-        db_url = f"sqlite:///{memory}&uri=true"
-        error_log = generate_assignment(assignment, root, source_directory, release_directory, db_url)
-        if error_log:
-            return error_log
-        if student is not None:
-            with warnings.catch_warnings(), Gradebook(db_url, course_id()) as made:
-                warnings.simplefilter("ignore")  # update_or_create_submission trips SQLAlchemy's autoflush warnings
-                made.update_or_create_student(student)
-                made.update_or_create_submission(assignment, student)
-        with closing(sqlite3.connect(gradebook)) as written:
-            keeper.backup(written)
+        error_log = _generated(assignment, root, source_directory, release_directory, f"sqlite:///{memory}&uri=true",
+                               student)
+        if not error_log:
+            with closing(sqlite3.connect(gradebook)) as written:
+                keeper.backup(written)
+    return error_log
+
+
+def _generated(assignment: str, root: Path, source_directory: str, release_directory: Path, db_url: str,
+               student: str | None) -> str:
+    """`generate_assignment` into ``db_url``, then ``student``'s submission made there (`generate_template`)."""
+    from nbgrader.api import Gradebook
+
+    error_log = generate_assignment(assignment, root, source_directory, release_directory, db_url)
+    if error_log or student is None:
+        return error_log
+    with warnings.catch_warnings(), Gradebook(db_url, course_id()) as made:
+        warnings.simplefilter("ignore")  # update_or_create_submission trips SQLAlchemy's autoflush warnings
+        made.update_or_create_student(student)
+        made.update_or_create_submission(assignment, student)
     return ""

@@ -49,6 +49,19 @@ def test_a_templates_gradebook_holds_nbgraders_rows_written_in_one_transaction(t
                                            "it should be built in memory and written at once")
 
 
+def test_an_sqlite_without_memdb_has_nbgrader_write_the_same_rows_itself(tmp_path: Path, monkeypatch) -> None:
+    from autograder import nbgrader_course
+
+    monkeypatch.setattr(nbgrader_course, "MEMDB", False)  # SQLite before 3.36 (this one has it)
+    course = _course(tmp_path / "course")
+    on_disk, template = tmp_path / "disk.db", tmp_path / "template.db"
+    assert generate_assignment("toy", course, "source", tmp_path / "disk", f"sqlite:///{on_disk}") == ""
+    assert generate_template("toy", course, "source", tmp_path / "release", template, STUDENT) == ""
+    assert _rows(template) == _rows(on_disk)
+    with Gradebook(f"sqlite:///{template}", course_id()) as gradebook:
+        assert gradebook.find_submission("toy", STUDENT).student.id == STUDENT
+
+
 def test_a_failed_generation_writes_no_gradebook(tmp_path: Path) -> None:
     course = _course(tmp_path / "course")
     gradebook = tmp_path / "template.db"
