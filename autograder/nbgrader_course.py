@@ -16,6 +16,7 @@ import sqlite3
 import sys
 import uuid
 import warnings
+from collections.abc import Mapping
 from contextlib import closing
 from functools import cache
 from pathlib import Path
@@ -121,24 +122,28 @@ def run_converter(converter_class, config, assignment: str, student: str | None 
 
 
 def generate_assignment(assignment: str, root: Path, source_directory: str, release_directory: Path,
-                        db_url: str) -> str:
+                        db_url: str, steps: Mapping[type, type] | None = None) -> str:
     """``nbgrader generate_assignment --force`` of ``root/source_directory/assignment`` into
     ``release_directory/assignment``, its cells recorded in the gradebook ``db_url``; returns nbgrader's
-    error log ('' when it succeeded)."""
+    error log ('' when it succeeded). ``steps``: preprocessors of GenerateAssignment's own list configured to be
+    replaced by others that do the same (a worker's compiled ones)."""
     from nbgrader.converters import GenerateAssignment
 
     stamp_new_gradebook(db_url)  # else nbgrader runs the `alembic` command for a new gradebook
     config = course_config(root, db_url, source_directory=source_directory, release_directory=str(release_directory))
     config.GenerateAssignment.force = True
+    if steps:
+        config.GenerateAssignment.preprocessors = [
+            steps.get(step, step) for step in GenerateAssignment.class_traits()["preprocessors"].default()]
     return run_converter(GenerateAssignment, config, assignment)
 
 
 def generate_template(assignment: str, root: Path, source_directory: str, release_directory: Path,
-                      gradebook: Path, student: str | None = None) -> str:
+                      gradebook: Path, student: str | None = None, steps: Mapping[type, type] | None = None) -> str:
     """`generate_assignment` with its gradebook built in memory and written to the file ``gradebook`` in one
     transaction once nbgrader succeeded (nothing is written when it failed); returns nbgrader's error log.
     ``student``: a student whose submission the gradebook holds too, made as Autograde's ``init_assignment`` makes
-    it (no timestamp).
+    it (no timestamp). ``steps``: as `generate_assignment`'s.
 
     nbgrader commits once per cell it records: on disk, each commit writes, syncs and deletes a journal, some 50
     times an assignment. A grading template's gradebook is made afresh whenever its sources change, so it is built
@@ -146,11 +151,12 @@ def generate_template(assignment: str, root: Path, source_directory: str, releas
     while ``keeper``, a connection to it, is open), and copied out with SQLite's backup. An SQLite without memdb
     (`MEMDB`) has nbgrader write the file itself."""
     if not MEMDB:
-        return _generated(assignment, root, source_directory, release_directory, f"sqlite:///{gradebook}", student)
+        return _generated(assignment, root, source_directory, release_directory, f"sqlite:///{gradebook}", student,
+                          steps)
     memory = f"file:/autograder-template-{uuid.uuid4().hex}?vfs=memdb"  # shared by this process's connections
     with closing(sqlite3.connect(memory, uri=True)) as keeper:
         error_log = _generated(assignment, root, source_directory, release_directory, f"sqlite:///{memory}&uri=true",
-                               student)
+                               student, steps)
         if not error_log:
             with closing(sqlite3.connect(gradebook)) as written:
                 keeper.backup(written)
@@ -158,11 +164,11 @@ def generate_template(assignment: str, root: Path, source_directory: str, releas
 
 
 def _generated(assignment: str, root: Path, source_directory: str, release_directory: Path, db_url: str,
-               student: str | None) -> str:
+               student: str | None, steps: Mapping[type, type] | None) -> str:
     """`generate_assignment` into ``db_url``, then ``student``'s submission made there (`generate_template`)."""
     from nbgrader.api import Gradebook
 
-    error_log = generate_assignment(assignment, root, source_directory, release_directory, db_url)
+    error_log = generate_assignment(assignment, root, source_directory, release_directory, db_url, steps)
     if error_log or student is None:
         return error_log
     with warnings.catch_warnings(), Gradebook(db_url, course_id()) as made:

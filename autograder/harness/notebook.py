@@ -44,6 +44,7 @@ import nbformat
 
 from autograder.harness.autograde import STUDENT, Assignment, Assignments, autograde, preprocessor_config, \
     read_scores
+from autograder.harness.cell_metadata import COMPILED_STEPS
 from autograder.harness.execute import TrustedExecute
 from autograder.harness.feedback import MESSAGE_LIMIT, incidents, sanitize_for_feedback, shorten
 from autograder.harness.feedback_page import CompiledTemplates, feedback_pages, record_instructor_cells
@@ -85,14 +86,15 @@ def grading_config(db_url: str, cell_timeout: int, home: Path, sockets: Path, ch
 
 
 def generate(job: GenerateJob, templates: CompiledTemplates | None = None) -> Result:
-    """The template of one assignment in ``job.template.folder``: its released files, its gradebook (with the
+    """The template of one assignment in ``job.template.folder``: its released files and its gradebook, made by
+    nbgrader's GenerateAssignment with its cell check compiled once (`COMPILED_STEPS`; the gradebook holds the
     submission every job of the assignment is graded as, `autograder.harness.autograde.STUDENT`), the HTML of its
     instructor's cells on a feedback page (rendered through ``templates``, the worker's: `record_instructor_cells`)
     and its graded cells (`record_cells`), written last."""
     template = job.template
     template.folder.mkdir(parents=True, exist_ok=True)
     error_log = generate_template(template.assignment, Path(job.root), job.source_directory,
-                                  template.released.parent, template.gradebook, STUDENT)
+                                  template.released.parent, template.gradebook, STUDENT, COMPILED_STEPS)
     if error_log:
         return Result("failed", f"nbgrader generate_assignment {template.assignment} failed: "
                                 f"{_failure_reason(error_log)}")

@@ -85,3 +85,21 @@ def test_a_workers_copy_of_a_template_holds_the_graded_submission_already(tmp_pa
         kept.gradebook.close()
     assert copied == made, (f"a worker's copy of the template took {copied - made} transactions more: the template "
                             "should hold the submission its jobs are graded as")
+
+
+def test_a_template_checks_its_cells_with_the_compiled_check(tmp_path: Path, monkeypatch) -> None:
+    # nbgrader's CheckCellMetadata validates each cell with jsonschema.validate, which checks the schema itself every
+    # time; a template is made with the worker's compiled check instead (autograder.harness.cell_metadata).
+    from nbgrader.nbgraderformat import common
+
+    checked: list[object] = []
+    validate = common.jsonschema.validate
+    monkeypatch.setattr(common.jsonschema, "validate", lambda *args, **kwargs: (checked.append(args),
+                                                                                 validate(*args, **kwargs)))
+    course = _course(tmp_path / "course")
+    assert generate_assignment("toy", course, "source", tmp_path / "plain", f"sqlite:///{tmp_path / 'plain.db'}") == ""
+    assert checked, "nbgrader's own generation no longer checks cells this way: this test tells nothing apart"
+    checked.clear()
+    assert generate(GenerateJob(Template("toy", "key", tmp_path / "template", ("toy",), ()), str(course),
+                                "source")).status == "done"
+    assert not checked, f"a template's generation checked {len(checked)} cells with nbgrader's uncompiled check"
