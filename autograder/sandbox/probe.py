@@ -1,6 +1,7 @@
 """Whether this machine can make a tight grading sandbox: `check_isolation` starts one real sandbox before a run
-(`autograder.grading.run`, and each Dask worker) that imports the checks and must see neither the course's
-solutions nor a network interface besides loopback, and raises `SandboxUnavailable` with the reason and the line
+(`autograder.grading.run`, and each Dask worker) that imports the checks (a warm run's probe kernel imports them
+instead: `autograder.sandbox.warm`) and must see neither the course's solutions nor a network interface besides
+loopback, and raises `SandboxUnavailable` with the reason and the line
 that enables unprivileged user namespaces (`enable_hint`) when it cannot.
 
 Runs in the grader and in each Dask worker.
@@ -17,8 +18,8 @@ from autograder.sandbox.bwrap import command, environment, prepare_home
 from autograder.sandbox.limits import START_SECONDS, Limits
 
 LEAKS = 3  # the probe's exit status when it sees what it must not
+CHECKS = "import autograder.checks\n"  # what every test cell imports (numpy and the checks: 0.2 s of a core)
 PROBE = f"""import os, socket, sys
-import autograder.checks
 if os.path.exists(sys.argv[1]):
     print('it sees ' + sys.argv[1], file=sys.stderr)
     sys.exit({LEAKS})
@@ -48,9 +49,10 @@ def enable_hint() -> str:
             "--security-opt seccomp=unconfined --security-opt apparmor=unconfined)")
 
 
-def check_isolation() -> None:
-    """Start one sandbox that imports the checks and must see neither the course's solutions nor the
-    network; raise `SandboxUnavailable` (why, and the line that enables it) when that fails."""
+def check_isolation(imports_checks: bool = True) -> None:
+    """Start one sandbox that imports the checks (unless ``imports_checks`` is off: a warm run's probe kernel
+    imports them, in the same view of the packages) and must see neither the course's solutions nor the network;
+    raise `SandboxUnavailable` (why, and the line that enables it) when that fails."""
     from course import ROOT, SOLUTIONS
 
     with tempfile.TemporaryDirectory(prefix="autograder-check-") as scratch:
@@ -60,7 +62,7 @@ def check_isolation() -> None:
         limits = Limits()
         try:
             argv = command(home, home, limits, environment(home, limits, ()),
-                           [sys.executable, "-c", PROBE, str(ROOT / SOLUTIONS)])
+                           [sys.executable, "-c", (CHECKS if imports_checks else "") + PROBE, str(ROOT / SOLUTIONS)])
             done = subprocess.run(argv, capture_output=True, text=True, timeout=START_SECONDS)
         except (OSError, subprocess.SubprocessError, RuntimeError) as error:
             raise SandboxUnavailable(f"cannot start bwrap: {error}") from error

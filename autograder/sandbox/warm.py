@@ -85,6 +85,7 @@ class Zygote:
 
 LEAKS = 3
 PROBE = f"""import ctypes, os, socket, sys
+import autograder.checks  # what every test cell imports, in the kernels' view of the packages
 problems = []
 home, solutions = os.environ['HOME'], sys.argv[1]
 if os.path.exists(solutions):
@@ -108,9 +109,9 @@ if problems:
 
 def check_warm_start(zygote: Zygote | None = None) -> None:
     """Fork one probe from ``zygote`` (a run's own, which serves the run's kernels afterwards; None: one started for
-    the probe alone) and raise `WarmStartUnavailable` (why) unless it is as isolated as a cold kernel: no view of
-    the solutions, other processes or other kernels' homes, loopback only, no capabilities and no new user
-    namespaces."""
+    the probe alone), which imports the checks, and raise `WarmStartUnavailable` (why) unless it is as isolated as a
+    cold kernel: no view of the solutions, other processes or other kernels' homes, loopback only, no capabilities
+    and no new user namespaces."""
     if zygote is not None:
         _judge(*_tried(zygote), printed="its log: zygotes.log in the output folder's .logs")
         return

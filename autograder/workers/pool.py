@@ -50,12 +50,13 @@ def isolation_line(isolate: bool, warm: bool, zygote: Zygote | None = None) -> I
     where a warm one cannot be made)."""
     if not isolate:
         return Isolation(describe_isolation(isolate) + "\nkernels start cold: a warm start needs the sandbox", False)
-    check_isolation()
+    check_isolation(imports_checks=not warm)  # warm, the probe kernel imports the checks
     if not warm:
         return Isolation(describe_isolation(isolate) + "\n" + describe_start(False), False)
     try:
         check_warm_start(zygote)
     except WarmStartUnavailable as error:
+        check_isolation()  # the kernels start cold: their sandbox must import the checks
         return Isolation(f"{describe_isolation(isolate)}\nwarm start unavailable: {error}; each submission gets a "
                          "cold kernel instead (as with --cold)", False)
     return Isolation(describe_isolation(isolate) + "\n" + describe_start(True), True)

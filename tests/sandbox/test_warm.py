@@ -175,6 +175,30 @@ def test_the_start_up_check_passes_here_and_says_why_a_leaky_kernel_fails(monkey
                                                 "process per submission", False)
 
 
+@pytest.mark.sandbox
+def test_the_checks_are_imported_once_at_the_start_in_the_sandbox_kernels_start_in(monkeypatch) -> None:
+    """Every test cell imports the checks: the start-up probes import them once, in the view the run's kernels
+    get. Warm, the probe kernel forked from the zygote does (numpy already imported there) and the cold sandbox's
+    probe does not (0.2 s of a core); cold, or when no warm kernel can be made, the cold probe does."""
+    from autograder.sandbox import warm
+    from autograder.workers import pool
+
+    assert "import autograder.checks" in warm.PROBE
+    asked: list[bool] = []
+    check = pool.check_isolation
+    monkeypatch.setattr(pool, "check_isolation", lambda imports_checks=True: (asked.append(imports_checks),
+                                                                                check(imports_checks)))
+    assert pool.isolation_line(True, True).warm
+    assert asked == [False], f"a warm run's cold probe should leave the checks to the warm one: {asked}"
+    asked.clear()
+    assert not pool.isolation_line(True, False).warm
+    assert asked == [True]
+    asked.clear()
+    monkeypatch.setattr(warm, "PROBE", "import sys\nsys.exit(3)\n")
+    assert not pool.isolation_line(True, True).warm
+    assert asked == [False, True], f"kernels that start cold after all need the checks imported there: {asked}"
+
+
 def test_the_workers_import_what_the_test_cells_import_and_not_the_solutions() -> None:
     """`test_imports` reads the test cells (visible and hidden) of the source notebooks only: chapter 6's hidden
     tests compare with Hugging Face's Llama, chapter 1's need no torch, and the other cells' imports are left
