@@ -16,8 +16,9 @@ the blank exercise notebook:
 - large: --class-size (120) students of --class-assignment (chapter 1), graded by plain nbgrader and by the
   autograder warm (and --cold too with --large-cold, when cold is in --modes).
 Every run does the same work from a cold start: plain nbgrader generates each assignment (nbgrader's
-GenerateAssignment, as `release` and the autograder's templates do:
-`autograder.nbgrader_course.generate_assignment`, in this process), then runs `nbgrader autograde` and
+GenerateAssignment, as `release` does: `autograder.nbgrader_course.generate_assignment`, in this process, its
+gradebook on disk; the autograder's templates run it in memory with the cell check compiled,
+`autograder.nbgrader_course.generate_template`), then runs `nbgrader autograde` and
 `nbgrader generate_feedback` per assignment, one after another, on a course folder made for it; the autograder
 runs per mode on an empty output folder (it generates its templates too) with --jobs workers. Each grading runs
 twice (`benchmarks.grading_runs.measured`): first sampled for its peak memory, then timed with nothing sampling it
