@@ -149,7 +149,7 @@ def generate_template(assignment: str, root: Path, source_directory: str, releas
     times an assignment. A grading template's gradebook is made afresh whenever its sources change, so it is built
     where commits cost nothing, a named SQLite database in this process's memory (SQLite's ``memdb``; it lives
     while ``keeper``, a connection to it, is open), and copied out with SQLite's backup. An SQLite without memdb
-    (`MEMDB`) has nbgrader write the file itself."""
+    (`MEMDB`) has nbgrader write the file itself, cell by cell (a failed generation may then leave a file)."""
     if not MEMDB:
         return _generated(assignment, root, source_directory, release_directory, f"sqlite:///{gradebook}", student,
                           steps)

@@ -15,8 +15,8 @@ template's folder and key):
   Execute (`autograder.harness.execute.TrustedExecute`, which keeps the job's `Spent`);
 - one open gradebook (`autograder.harness.kept_gradebook.KeptGradebook`): a copy of the template's, which holds
   the submission's rows already, made with the template as Autograde's ``init_assignment`` makes them (student
-  ``student``, no timestamp: never late). Each job runs in one transaction of it (`KeptGradebook.job`), rolled back when the
-  job ends, so no job's rows reach the next and nothing is written to the disk.
+  ``student``, no timestamp: never late). Each job runs in one transaction of it (`KeptGradebook.job`), rolled
+  back when the job ends, so no job's rows reach the next and nothing is written to the disk.
 
 `autograde` then does what Autograde does for one student, on the notebooks in memory: a notebook the
 gradebook does not know is skipped, one not handed in scores 0 on every cell, and each notebook goes through
