@@ -45,7 +45,7 @@ from autograder.grading.progress import Progress
 from autograder.grading.secret import SecretUnusable
 from autograder.grading.timeline import Timeline
 from autograder.nbgrader_course import nbgrader_environment
-from autograder.records import Result, Task
+from autograder.records import Result, Status, Task
 from autograder.reports.class_record import (changes, class_rows, keep_submitted, kept_instead, row, submitted_tasks,
                                              write_nbgrader_config)
 from autograder.reports.gradebook import read_manual_scores
@@ -186,7 +186,7 @@ def _grade_tasks(plan: RunPlan, dispatcher: Dispatcher, pool: Pool, scratch: Pat
     to_grade, reused = [], 0
     for task in tasks:
         if task.problem:
-            finish(task, Result("failed", task.problem), fresh=False)
+            finish(task, Result(Status.FAILED, task.problem), fresh=False)
         elif not plan.force and (stored := load_state(out, task)) is not None:
             finish(task, stored, fresh=False)
             reused += 1

@@ -50,7 +50,7 @@ from autograder.harness.feedback import MESSAGE_LIMIT, incidents, sanitize_for_f
 from autograder.harness.feedback_page import CompiledTemplates, feedback_pages, record_instructor_cells
 from autograder.harness.timings import JobClock, job_timings, read_kernel_times
 from autograder.nbgrader_course import course_id, generate_template, job_log, logged
-from autograder.records import GenerateJob, Job, Result, Template
+from autograder.records import GenerateJob, Job, Result, Status, Template
 from autograder.sandbox.bwrap import (KERNEL_NAME, Channel, environment, kernel_argv, new_channel,
                                       prepare_home, socket_link, write_kernelspec)
 from autograder.sandbox.home import KernelHome, inode_count
@@ -96,11 +96,11 @@ def generate(job: GenerateJob, templates: CompiledTemplates | None = None) -> Re
     error_log = generate_template(template.assignment, Path(job.root), job.source_directory,
                                   template.released.parent, template.gradebook, STUDENT, COMPILED_STEPS)
     if error_log:
-        return Result("failed", f"nbgrader generate_assignment {template.assignment} failed: "
-                                f"{_failure_reason(error_log)}")
+        return Result(Status.FAILED, f"nbgrader generate_assignment {template.assignment} failed: "
+                                     f"{_failure_reason(error_log)}")
     record_instructor_cells(template, templates or CompiledTemplates())
     record_cells(template)
-    return Result("done")
+    return Result(Status.DONE)
 
 
 def record_cells(template: Template) -> None:
@@ -221,7 +221,7 @@ def _grade(job: Job, notebooks: dict[str, bytes | None], workdir: Path, home: Pa
     template, limits = job.template, job.limits
     submitted, problems = _read_submission(notebooks)
     if problems:
-        return Result("failed", "; ".join(problems))
+        return Result(Status.FAILED, "; ".join(problems))
     shutil.copytree(template.released, home / "work", ignore=shutil.ignore_patterns("*.ipynb"))
     prepare_home(home)
     if zygote is None:
@@ -245,14 +245,14 @@ def _grade(job: Job, notebooks: dict[str, bytes | None], workdir: Path, home: Pa
     else:
         error_log = ""
     if zygote is not None and not zygote.alive:  # no submission can reach the zygote: the grader's failure
-        return Result("failed", "the warm process of this assignment died while grading it (it is graded again on "
-                                "the next run)", transient=True)
+        return Result(Status.FAILED, "the warm process of this assignment died while grading it (it is graded again "
+                                     "on the next run)", transient=True)
     if view is not None and view.full():
-        return Result("failed", f"too large: the notebook filled its home, the {limits.disk_bytes / 2**20:.0f} MiB "
-                                f"and {inode_count(limits)} files, folders and links a submission may write (its "
-                                "disk limit); a write past it fails with ENOSPC")
+        return Result(Status.FAILED, f"too large: the notebook filled its home, the {limits.disk_bytes / 2**20:.0f} "
+                                     f"MiB and {inode_count(limits)} files, folders and links a submission may write "
+                                     "(its disk limit); a write past it fails with ENOSPC")
     if error_log:
-        return Result("failed", _failure_reason(error_log))
+        return Result(Status.FAILED, _failure_reason(error_log))
     cells = read_scores(assignment, list(notebooks), autograded)
     clock = JobClock(started, time.time())
     notes = []
@@ -265,6 +265,6 @@ def _grade(job: Job, notebooks: dict[str, bytes | None], workdir: Path, home: Pa
         notes.append("feedback could not be written")
     kernel = read_kernel_times(home, view.descriptor if view is not None else None)
     # What nbgrader's formgrader opens in the output folder (sanitised as the feedback is).
-    return Result("graded", "; ".join(notes), cells, job_timings(kernel, executor.spent, clock), feedback,
+    return Result(Status.GRADED, "; ".join(notes), cells, job_timings(kernel, executor.spent, clock), feedback,
                   autograded={name: nbformat.writes(notebook) for name, notebook in sorted(autograded.items())})
 

@@ -32,7 +32,7 @@ from autograder.workers.dask_worker import (EnvironmentMismatch, check_worker, d
                                        GradingPlugin, pack_template, template_archive)
 from autograder.workers.dispatch import Isolation, KernelSet
 from autograder.workers.pool import WorkerStartError
-from autograder.records import Job, Result
+from autograder.records import Job, Result, Status
 from autograder.sandbox.bwrap import describe_isolation, describe_start
 
 CONNECT_TIMEOUT = 10
@@ -168,12 +168,13 @@ def _outcome(future) -> tuple[Result, str]:
     try:
         result = future.result()
     except KilledWorker:
-        return Result("failed", "the Dask workers grading it died each time it was tried (a worker lost, or a "
-                                "notebook that brings its worker down); a new run tries it again", transient=True), ""
+        return Result(Status.FAILED, "the Dask workers grading it died each time it was tried (a worker lost, or a "
+                                     "notebook that brings its worker down); a new run tries it again",
+                      transient=True), ""
     except EnvironmentMismatch as error:
         line = f"a Dask worker that joined during the run differs from this client: {error}"
-        return Result("failed", line, transient=True), line
+        return Result(Status.FAILED, line, transient=True), line
     except Exception as error:  # noqa: BLE001 - any failure of the cluster is one job's reason
-        return Result("failed", f"the cluster could not grade it ({type(error).__name__}: {error})",
+        return Result(Status.FAILED, f"the cluster could not grade it ({type(error).__name__}: {error})",
                       transient=True), ""
     return result, ""

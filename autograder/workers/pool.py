@@ -25,7 +25,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from autograder.nbgrader_course import nbgrader_environment
-from autograder.records import GenerateJob, Job, RecordJob, Result
+from autograder.records import GenerateJob, Job, RecordJob, Result, Status
 from autograder.sandbox.bwrap import describe_isolation, describe_start
 from autograder.sandbox.guards import kill_group
 from autograder.sandbox.limits import START_SECONDS
@@ -134,9 +134,9 @@ class Worker:
             return Result.from_json(line)
         self.stop()
         if line is None:
-            return Result("failed", f"grading took longer than {timeout:.0f} s and was stopped")
-        return Result("failed", "the grading process was killed while grading it (it is graded again on the next run)",
-                      transient=True)
+            return Result(Status.FAILED, f"grading took longer than {timeout:.0f} s and was stopped")
+        return Result(Status.FAILED, "the grading process was killed while grading it (it is graded again on the next "
+                                     "run)", transient=True)
 
     def _read_line(self, deadline: float) -> bytes | None:
         """The worker's next line; b"" when it closed its output (it died), None when ``deadline`` passed."""

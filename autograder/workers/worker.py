@@ -20,7 +20,7 @@ from pathlib import Path
 
 from autograder.milestones import milestone
 from autograder.harness.notebook import Kept, generate, grade_submission
-from autograder.records import GenerateJob, RecordJob, Result, read_job
+from autograder.records import GenerateJob, RecordJob, Result, Status, read_job
 from autograder.sandbox.guards import die_with_parent, watch_parent
 from autograder.sandbox.limits import WORKER_HEADROOM
 from autograder.workers.recording import Recording
@@ -71,7 +71,7 @@ def run(kept: Kept | None = None) -> None:
             result = run_job(line, kept, recording)
         except Exception as error:  # noqa: BLE001 - a failure of one submission is reported, not fatal
             # The grader's own failure, not the student's: not stored, graded again on the next run.
-            result = Result("failed", f"grading failed: {type(error).__name__}: {error}", transient=True)
+            result = Result(Status.FAILED, f"grading failed: {type(error).__name__}: {error}", transient=True)
         if number < FIRST_JOBS:
             milestone(who, f"job {number + 1} done: {result.status} "
                            f"({', '.join(f'{k} {v:.2f} s' for k, v in (result.timings or {}).items())})")
