@@ -1,5 +1,5 @@
-"""What each worker imports before its first job builds no parser it never uses, and the processes that fork
-workers and kernels import without collecting.
+"""What each worker imports before its first job builds no parser it never uses, the gradebook's ORM is configured
+once where the workers are forked from, and the processes that fork workers and kernels import without collecting.
 
 jsonschema 4.25 and later, when rfc3987-syntax is installed (jupyter-events' ``format-nongpl`` extra pulls it in),
 compile that package's Earley grammar for the ``iri`` format as nbformat imports them: about 1.5 CPU-s in the worker
@@ -29,6 +29,28 @@ def test_nbgraders_imports_compile_no_grammar() -> None:
         f"`{STARTUP}` loaded {loaded}: jsonschema compiles rfc3987-syntax's grammar at import when both are "
         f"installed (jsonschema {version('jsonschema')}); pin jsonschema to 4.24.1 as requirements.txt says")
 
+
+
+def test_the_worker_forks_configure_the_gradebooks_mappers_once_for_every_fork() -> None:
+    # SQLAlchemy configures nbgrader's mappers on a process's first query (19 ms of a core): the forks do it as they
+    # import nbgrader (`autograder.workers.worker.prepare`), so that no forked worker does it again on its first job.
+    probe = ("import socket\n"
+             "from sqlalchemy import event, inspect\n"
+             "from sqlalchemy.orm import Mapper\n"
+             "from autograder.workers import forks\n"
+             "ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)\n"
+             "ours.close()\n"
+             "forks.main([str(theirs.fileno()), ''])\n"
+             "configured = []\n"
+             "event.listen(Mapper, 'before_configured', lambda: configured.append(1))\n"
+             "from nbgrader.api import SubmittedNotebook\n"
+             "inspect(SubmittedNotebook).attrs.keys()\n"
+             "print(len(configured))\n")
+    done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["0"], (
+        "a worker forked after the forks imported nbgrader configured the gradebook's mappers again on its first "
+        "query: worker.prepare should configure them (sqlalchemy.orm.configure_mappers) before any fork")
 
 
 # Counts the collections of the process it runs in (``starts``, cleared before what is measured).
