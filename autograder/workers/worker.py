@@ -44,11 +44,13 @@ def run_job(line: str, kept: Kept, recording: Recording) -> Result:
 
 
 def prepare() -> None:
-    """Import what every job needs (once, before the first job): nbgrader's converters, the database layer; and
-    configure its gradebook's SQLAlchemy mappers, which SQLAlchemy does on a process's first query otherwise (19 ms
-    of a core): once in the process the workers are forked from (`autograder.workers.forks`), not in each worker."""
+    """Import what every job needs (once, before the first job): nbgrader's converters, the database layer (with
+    SQLAlchemy's SQLite dialect, which its first engine imports otherwise); and configure the gradebook's SQLAlchemy
+    mappers, which SQLAlchemy does on a process's first query otherwise (19 ms of a core): once in the process the
+    workers are forked from (`autograder.workers.forks`), not in each worker."""
     import nbgrader.converters  # noqa: F401
     import alembic.script  # noqa: F401
+    import sqlalchemy.dialects.sqlite  # noqa: F401
     from sqlalchemy.orm import configure_mappers
 
     configure_mappers()

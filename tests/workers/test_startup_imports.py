@@ -31,10 +31,11 @@ def test_nbgraders_imports_compile_no_grammar() -> None:
 
 
 
-def test_the_worker_forks_configure_the_gradebooks_mappers_once_for_every_fork() -> None:
-    # SQLAlchemy configures nbgrader's mappers on a process's first query (19 ms of a core): the forks do it as they
-    # import nbgrader (`autograder.workers.worker.prepare`), so that no forked worker does it again on its first job.
-    probe = ("import socket\n"
+def test_the_worker_forks_configure_the_gradebooks_mappers_and_import_its_dialect_for_every_fork() -> None:
+    # SQLAlchemy configures nbgrader's mappers on a process's first query (19 ms of a core) and imports its SQLite
+    # dialect with its first engine: the forks do both as they import nbgrader (`autograder.workers.worker.prepare`),
+    # so that no forked worker does them again on its first job.
+    probe = ("import socket, sys\n"
              "from sqlalchemy import event, inspect\n"
              "from sqlalchemy.orm import Mapper\n"
              "from autograder.workers import forks\n"
@@ -45,12 +46,14 @@ def test_the_worker_forks_configure_the_gradebooks_mappers_once_for_every_fork()
              "event.listen(Mapper, 'before_configured', lambda: configured.append(1))\n"
              "from nbgrader.api import SubmittedNotebook\n"
              "inspect(SubmittedNotebook).attrs.keys()\n"
-             "print(len(configured))\n")
+             "print(len(configured), 'sqlalchemy.dialects.sqlite' in sys.modules)\n")
     done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["0"], (
+    configured, dialect = done.stdout.split()
+    assert configured == "0", (
         "a worker forked after the forks imported nbgrader configured the gradebook's mappers again on its first "
         "query: worker.prepare should configure them (sqlalchemy.orm.configure_mappers) before any fork")
+    assert dialect == "True", "the forks did not import SQLAlchemy's SQLite dialect: each worker's first engine does"
 
 
 # Counts the collections of the process it runs in (``starts``, cleared before what is measured).
