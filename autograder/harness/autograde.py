@@ -41,7 +41,7 @@ from nbformat import validator
 from autograder.harness.execute import Plan, TrustedExecute, read_plan
 from autograder.harness.cell_metadata import COMPILED_STEPS
 from autograder.harness.feedback import cell_message
-from autograder.harness.kept_gradebook import KEPT_STEPS, KeptGradebook
+from autograder.harness.kept_gradebook import KEPT_STEPS, KeptGradebook, TemplateCells
 from autograder.nbgrader_course import course_id, load_config
 from autograder.records import CellResult, Template
 
@@ -79,20 +79,22 @@ class Assignment:
 def _load(template: Template, folder: Path) -> Assignment:
     from nbgrader.api import Gradebook
     from nbgrader.converters import Autograde
-    from nbgrader.preprocessors import Execute
+    from nbgrader.preprocessors import Execute, OverwriteCells
 
     gradebook = folder / f"{template.assignment}.db"
     shutil.copyfile(template.gradebook, gradebook)  # with STUDENT's submission (`autograder.harness.notebook.generate`)
     db_url = f"sqlite:///{gradebook}"
     with Gradebook(db_url, course_id()) as gb:
         notebooks = frozenset(notebook.name for notebook in gb.find_assignment(template.assignment).notebooks)
+        cells = TemplateCells(gb, template.assignment)
     kept = KeptGradebook(db_url, course_id())
     config = preprocessor_config(db_url)
     traits = Autograde.class_traits()
 
     def made(steps: list[type]) -> tuple[Preprocessor, ...]:
-        return tuple(KEPT_STEPS[step](config=config, kept=kept) if step in KEPT_STEPS
-                     else COMPILED_STEPS.get(step, step)(config=config) for step in steps if step is not Execute)
+        return tuple(KEPT_STEPS[step](config=config, kept=kept, **({"cells": cells} if step is OverwriteCells else {}))
+                     if step in KEPT_STEPS else COMPILED_STEPS.get(step, step)(config=config)
+                     for step in steps if step is not Execute)
 
     return Assignment(template.assignment, kept, notebooks,
                       {name: read_plan(db_url, name, template.assignment) for name in notebooks},

@@ -101,3 +101,101 @@ def test_the_compiled_check_says_what_nbgraders_says(case: str) -> None:
     for _ in range(2):  # one validator kept from notebook to notebook
         assert _outcome(lambda nb: step(nb, {}), notebook) == _outcome(lambda nb: CheckCellMetadata()(nb, {}),
                                                                        notebook)
+
+
+def _template_gradebook(folder: Path) -> tuple[str, nbformat.NotebookNode]:
+    """A template's gradebook of assignment ``a`` (notebook ``nb``: a locked test cell worth 2, an answer cell and
+    a task worth 3, their source cells with nbgrader's checksums) and the released notebook it was made from."""
+    from nbgrader.utils import compute_checksum
+
+    test = nbformat.v4.new_code_cell("assert add(1, 2) == 3")
+    test.metadata["nbgrader"] = copy.deepcopy(GRADED)
+    answer = nbformat.v4.new_code_cell("def add(a, b):\n    raise NotImplementedError()")
+    answer.metadata["nbgrader"] = copy.deepcopy(ANSWER)
+    task = nbformat.v4.new_markdown_cell("Explain add.")
+    task.metadata["nbgrader"] = {"grade": False, "solution": False, "task": True, "locked": True, "points": 3,
+                                 "grade_id": "explain", "schema_version": 3}
+    released = nbformat.v4.new_notebook(cells=[answer, test, task])
+    url = f"sqlite:///{folder / 'gradebook.db'}"
+    stamp_new_gradebook(url)
+    with warnings.catch_warnings(), Gradebook(url, course_id()) as gradebook:
+        warnings.simplefilter("ignore")  # nbgrader's update_or_create_submission trips SQLAlchemy's autoflush warnings
+        gradebook.add_assignment("a")
+        gradebook.add_notebook("nb", "a")
+        gradebook.add_grade_cell("test_add", "nb", "a", max_score=2, cell_type="code")
+        gradebook.add_solution_cell("add", "nb", "a")
+        gradebook.add_task_cell("explain", "nb", "a", max_score=3, cell_type="markdown")
+        for cell in released.cells:
+            meta = cell.metadata["nbgrader"]
+            meta["checksum"] = compute_checksum(cell)
+            gradebook.add_source_cell(meta["grade_id"], "nb", "a", cell_type=cell.cell_type, locked=meta["locked"],
+                                      source=cell.source, checksum=meta["checksum"])
+        gradebook.update_or_create_student("student")
+        gradebook.update_or_create_submission("a", "student")
+    return url, released
+
+
+def _tampered(released: nbformat.NotebookNode, case: str) -> nbformat.NotebookNode:
+    notebook = copy.deepcopy(released)
+    answer, test, task = notebook.cells
+    if case == "test edited":
+        test.source = "pass"
+    elif case == "points changed":
+        test.metadata.nbgrader["points"] = 100
+        task.metadata.nbgrader["points"] = 100
+    elif case == "unlocked":
+        test.metadata.nbgrader["locked"] = False
+    elif case == "made markdown":
+        notebook.cells[1] = nbformat.v4.new_markdown_cell(test.source, metadata=test.metadata, id=test.id)
+    elif case == "unknown cell":
+        answer.metadata.nbgrader["grade_id"] = "not_in_the_template"
+    elif case == "answered":
+        answer.source = "def add(a, b):\n    return a + b"
+    return notebook
+
+
+@pytest.mark.parametrize("case", ["as released", "answered", "test edited", "points changed", "unlocked",
+                                  "made markdown", "unknown cell"])
+def test_the_kept_overwrite_cells_restores_what_nbgraders_does(tmp_path: Path, case: str, caplog) -> None:
+    from nbgrader.preprocessors import OverwriteCells
+
+    from autograder.harness.kept_gradebook import KeptOverwriteCells, TemplateCells
+
+    url, released = _template_gradebook(tmp_path)
+    resources = {"nbgrader": {"notebook": "nb", "assignment": "a", "student": "student", "db_url": url}}
+    expected, _ = OverwriteCells()(_tampered(released, case), copy.deepcopy(resources))
+    said = [record.getMessage() for record in caplog.records]
+    caplog.clear()
+    with Gradebook(url, course_id()) as gradebook:
+        cells = TemplateCells(gradebook, "a")
+    kept = KeptGradebook(url, course_id())
+    try:
+        with kept.job():
+            got, _ = KeptOverwriteCells(kept=kept, cells=cells)(_tampered(released, case), copy.deepcopy(resources))
+    finally:
+        kept.dispose()
+    assert got == expected, f"{case}: the kept step restored another notebook than nbgrader's OverwriteCells"
+    assert [record.getMessage() for record in caplog.records] == said, f"{case}: it warned otherwise"
+    assert bool(said) == (case in ("test edited", "points changed", "made markdown", "unknown cell")), (
+        f"{case}: nbgrader's step warns of what it restores (a test cell is locked whatever its flag says): {said}")
+
+
+def test_the_kept_overwrite_cells_queries_no_gradebook_per_cell(tmp_path: Path) -> None:
+    from sqlalchemy import event
+
+    from autograder.harness.kept_gradebook import KeptOverwriteCells, TemplateCells
+
+    url, released = _template_gradebook(tmp_path)
+    resources = {"nbgrader": {"notebook": "nb", "assignment": "a", "student": "student", "db_url": url}}
+    with Gradebook(url, course_id()) as gradebook:
+        cells = TemplateCells(gradebook, "a")
+    kept = KeptGradebook(url, course_id())
+    statements: list[str] = []
+    event.listen(kept.engine, "before_cursor_execute", lambda *args: statements.append(args[2]))
+    try:
+        with kept.job():
+            KeptOverwriteCells(kept=kept, cells=cells)(_tampered(released, "test edited"), resources)
+    finally:
+        kept.dispose()
+    assert [s for s in statements if s.lstrip().upper().startswith("SELECT")] == [], (
+        "the kept OverwriteCells queried the gradebook: it should look the template's cells up in TemplateCells")
