@@ -41,7 +41,8 @@ from nbformat import validator
 from autograder.harness.execute import Plan, TrustedExecute, read_plan
 from autograder.harness.cell_metadata import COMPILED_STEPS
 from autograder.harness.feedback import cell_message
-from autograder.harness.kept_gradebook import KEPT_STEPS, KeptGradebook, TemplateCells
+from autograder.harness.kept_gradebook import KEPT_STEPS, KeptGradebook
+from autograder.harness.template_rows import TemplateRows
 from autograder.nbgrader_course import course_id, load_config
 from autograder.records import CellResult, Template
 
@@ -79,22 +80,21 @@ class Assignment:
 def _load(template: Template, folder: Path) -> Assignment:
     from nbgrader.api import Gradebook
     from nbgrader.converters import Autograde
-    from nbgrader.preprocessors import Execute, OverwriteCells
+    from nbgrader.preprocessors import Execute
 
     gradebook = folder / f"{template.assignment}.db"
     shutil.copyfile(template.gradebook, gradebook)  # with STUDENT's submission (`autograder.harness.notebook.generate`)
     db_url = f"sqlite:///{gradebook}"
     with Gradebook(db_url, course_id()) as gb:
         notebooks = frozenset(notebook.name for notebook in gb.find_assignment(template.assignment).notebooks)
-        cells = TemplateCells(gb, template.assignment)
+        rows = TemplateRows(gb, template.assignment, STUDENT)
     kept = KeptGradebook(db_url, course_id())
     config = preprocessor_config(db_url)
     traits = Autograde.class_traits()
 
     def made(steps: list[type]) -> tuple[Preprocessor, ...]:
-        return tuple(KEPT_STEPS[step](config=config, kept=kept, **({"cells": cells} if step is OverwriteCells else {}))
-                     if step in KEPT_STEPS else COMPILED_STEPS.get(step, step)(config=config)
-                     for step in steps if step is not Execute)
+        return tuple(_kept_step(KEPT_STEPS[step], config, kept, rows) if step in KEPT_STEPS
+                     else COMPILED_STEPS.get(step, step)(config=config) for step in steps if step is not Execute)
 
     return Assignment(template.assignment, kept, notebooks,
                       {name: read_plan(db_url, name, template.assignment) for name in notebooks},
@@ -117,6 +117,12 @@ class Assignments:
                 self.folder = tempfile.TemporaryDirectory(prefix="gradebooks-", dir=scratch or None)
             self.kept[key] = _load(template, Path(self.folder.name))
         return self.kept[key]
+
+
+def _kept_step(step: type, config: Any, kept: KeptGradebook, rows: TemplateRows) -> Preprocessor:
+    """One of the kept steps (`autograder.harness.kept_gradebook.KEPT_STEPS`) on ``kept``, with ``rows`` where it
+    looks cells up in them."""
+    return step(config=config, kept=kept, **({"rows": rows} if "rows" in step.class_trait_names() else {}))
 
 
 def _stage(nb: nbformat.NotebookNode, resources: ResourcesDict, steps: tuple[Preprocessor, ...]):

@@ -11,14 +11,14 @@ disk and no job's rows reach the next.
 
 The ``Kept*`` steps are nbgrader's, subclassed: each takes the kept gradebook (its ``kept`` trait) where nbgrader's
 opens one from ``resources['nbgrader']['db_url']``, and does what nbgrader's ``preprocess`` does with it.
-`KeptOverwriteCells` looks the instructor's cells up in `TemplateCells`, read once per kept assignment, where
-nbgrader's queries the gradebook for each cell (two queries for a test cell: 10 ms of a core a notebook).
+`KeptOverwriteCells` and `KeptSaveAutoGrades` find each cell's rows through what
+`autograder.harness.template_rows` read once per kept assignment, where nbgrader's steps query the gradebook for
+each cell.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from types import MappingProxyType
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -26,12 +26,14 @@ from typing import Any
 
 from nbconvert.exporters.exporter import ResourcesDict
 from nbformat.notebooknode import NotebookNode
-from nbgrader.api import Gradebook, MissingEntry
+from nbgrader.api import Gradebook
 from nbgrader.preprocessors import (AssignLatePenalties, NbGraderPreprocessor, OverwriteCells, OverwriteKernelspec,
                                     SaveAutoGrades)
 from sqlalchemy import event
 from sqlalchemy.orm import scoped_session, sessionmaker
 from traitlets import Instance
+
+from autograder.harness.template_rows import JobRows, TemplateRows
 
 
 def _manual_transactions(dbapi_connection: Any, _: Any) -> None:
@@ -105,63 +107,16 @@ class KeptOverwriteKernelspec(OverwriteKernelspec):
         return nb, resources
 
 
-@dataclass(frozen=True)
-class SourceCellRow:
-    """What OverwriteCells reads of one of nbgrader's SourceCell rows."""
-
-    name: str
-    cell_type: str
-    locked: bool
-    checksum: str | None
-    source: str
-
-
-@dataclass(frozen=True)
-class GradedCellRow:
-    """What OverwriteCells reads of one of nbgrader's GradeCell or TaskCell rows."""
-
-    max_score: float
-
-
-class TemplateCells:
-    """One assignment's source cells and graded cells, read from its template's gradebook once, for nbgrader's
-    OverwriteCells to look up as it looks them up in a gradebook (``find_source_cell``, ``find_graded_cell``; the
-    same `MissingEntry` for a cell the template lacks). The template's rows never change while a worker keeps it."""
-
-    def __init__(self, gradebook: Gradebook, assignment: str) -> None:
-        self.assignment = assignment
-        self.source: dict[tuple[str, str], SourceCellRow] = {}
-        self.graded: dict[tuple[str, str], GradedCellRow] = {}
-        for notebook in gradebook.find_assignment(assignment).notebooks:
-            for cell in notebook.source_cells:
-                self.source[notebook.name, cell.name] = SourceCellRow(cell.name, cell.cell_type, cell.locked,
-                                                                      cell.checksum, cell.source)
-            for cell in (*notebook.task_cells, *notebook.grade_cells):  # grade cells last: nbgrader looks for one first
-                self.graded[notebook.name, cell.name] = GradedCellRow(cell.max_score)
-
-    def find_source_cell(self, name: str, notebook: str, assignment: str) -> SourceCellRow:
-        row = self.source.get((notebook, name)) if assignment == self.assignment else None
-        if row is None:
-            raise MissingEntry(f"No such source cell: {assignment}/{notebook}/{name}")
-        return row
-
-    def find_graded_cell(self, name: str, notebook: str, assignment: str) -> GradedCellRow:
-        row = self.graded.get((notebook, name)) if assignment == self.assignment else None
-        if row is None:
-            raise MissingEntry(f"No such grade cell: {assignment}/{notebook}/{name}")
-        return row
-
-
 class KeptOverwriteCells(OverwriteCells):
     """nbgrader's OverwriteCells on the kept gradebook: locked cells, points and types restored from the template,
-    each cell's looked up in the assignment's `TemplateCells` (its ``cells`` trait)."""
+    each cell's looked up in the assignment's `TemplateRows` (its ``rows`` trait)."""
 
     kept = Instance(KeptGradebook)
-    cells = Instance(TemplateCells)
+    rows = Instance(TemplateRows)
 
     def preprocess(self, nb: NotebookNode, resources: ResourcesDict) -> tuple[NotebookNode, ResourcesDict]:
         _on_kept(self, resources, self.kept)
-        self.gradebook = self.cells  # what OverwriteCells's preprocess_cell looks up, cell by cell
+        self.gradebook = self.rows  # what OverwriteCells's preprocess_cell looks up, cell by cell
         try:
             nb, resources = NbGraderPreprocessor.preprocess(self, nb, resources)  # each cell: OverwriteCells's
         finally:
@@ -173,13 +128,19 @@ class KeptOverwriteCells(OverwriteCells):
 
 
 class KeptSaveAutoGrades(SaveAutoGrades):
-    """nbgrader's SaveAutoGrades on the kept gradebook (its commit per cell a savepoint of the job's transaction)."""
+    """nbgrader's SaveAutoGrades on the kept gradebook (its commit per cell a savepoint of the job's transaction),
+    each cell's grade and comment found through the assignment's `TemplateRows` (its ``rows`` trait)."""
 
     kept = Instance(KeptGradebook)
+    rows = Instance(TemplateRows)
 
     def preprocess(self, nb: NotebookNode, resources: ResourcesDict) -> tuple[NotebookNode, ResourcesDict]:
         _on_kept(self, resources, self.kept, student=True)
-        return NbGraderPreprocessor.preprocess(self, nb, resources)  # each cell: SaveAutoGrades's
+        self.gradebook = JobRows(self.kept, self.rows)  # this job's: the rows loaded into this job's session
+        try:
+            return NbGraderPreprocessor.preprocess(self, nb, resources)  # each cell: SaveAutoGrades's
+        finally:
+            self.gradebook = self.kept
 
 
 class KeptAssignLatePenalties(AssignLatePenalties):

@@ -159,7 +159,8 @@ def _tampered(released: nbformat.NotebookNode, case: str) -> nbformat.NotebookNo
 def test_the_kept_overwrite_cells_restores_what_nbgraders_does(tmp_path: Path, case: str, caplog) -> None:
     from nbgrader.preprocessors import OverwriteCells
 
-    from autograder.harness.kept_gradebook import KeptOverwriteCells, TemplateCells
+    from autograder.harness.kept_gradebook import KeptOverwriteCells
+    from autograder.harness.template_rows import TemplateRows
 
     url, released = _template_gradebook(tmp_path)
     resources = {"nbgrader": {"notebook": "nb", "assignment": "a", "student": "student", "db_url": url}}
@@ -167,11 +168,11 @@ def test_the_kept_overwrite_cells_restores_what_nbgraders_does(tmp_path: Path, c
     said = [record.getMessage() for record in caplog.records]
     caplog.clear()
     with Gradebook(url, course_id()) as gradebook:
-        cells = TemplateCells(gradebook, "a")
+        rows = TemplateRows(gradebook, "a", "student")
     kept = KeptGradebook(url, course_id())
     try:
         with kept.job():
-            got, _ = KeptOverwriteCells(kept=kept, cells=cells)(_tampered(released, case), copy.deepcopy(resources))
+            got, _ = KeptOverwriteCells(kept=kept, rows=rows)(_tampered(released, case), copy.deepcopy(resources))
     finally:
         kept.dispose()
     assert got == expected, f"{case}: the kept step restored another notebook than nbgrader's OverwriteCells"
@@ -183,19 +184,92 @@ def test_the_kept_overwrite_cells_restores_what_nbgraders_does(tmp_path: Path, c
 def test_the_kept_overwrite_cells_queries_no_gradebook_per_cell(tmp_path: Path) -> None:
     from sqlalchemy import event
 
-    from autograder.harness.kept_gradebook import KeptOverwriteCells, TemplateCells
+    from autograder.harness.kept_gradebook import KeptOverwriteCells
+    from autograder.harness.template_rows import TemplateRows
 
     url, released = _template_gradebook(tmp_path)
     resources = {"nbgrader": {"notebook": "nb", "assignment": "a", "student": "student", "db_url": url}}
     with Gradebook(url, course_id()) as gradebook:
-        cells = TemplateCells(gradebook, "a")
+        rows = TemplateRows(gradebook, "a", "student")
     kept = KeptGradebook(url, course_id())
     statements: list[str] = []
     event.listen(kept.engine, "before_cursor_execute", lambda *args: statements.append(args[2]))
     try:
         with kept.job():
-            KeptOverwriteCells(kept=kept, cells=cells)(_tampered(released, "test edited"), resources)
+            KeptOverwriteCells(kept=kept, rows=rows)(_tampered(released, "test edited"), resources)
     finally:
         kept.dispose()
     assert [s for s in statements if s.lstrip().upper().startswith("SELECT")] == [], (
-        "the kept OverwriteCells queried the gradebook: it should look the template's cells up in TemplateCells")
+        "the kept OverwriteCells queried the gradebook: it should look the template's cells up in TemplateRows")
+
+
+def _graded(released: nbformat.NotebookNode, case: str) -> nbformat.NotebookNode:
+    """The released notebook as Execute leaves it: the test passed, failed, or was not answered."""
+    notebook = copy.deepcopy(released)
+    answer, test, _ = notebook.cells
+    if case in ("passed", "failed"):
+        answer.source = "def add(a, b):\n    return a + b"
+    if case == "failed":
+        test.outputs = [nbformat.v4.new_output("error", ename="AssertionError", evalue="", traceback=[])]
+    return notebook
+
+
+def _rows(gradebook: Gradebook) -> list[tuple]:
+    submission = gradebook.find_submission_notebook("nb", "a", "student")
+    return sorted([(g.name, g.auto_score, g.needs_manual_grade) for g in submission.grades] +
+                  [(c.name, c.auto_comment) for c in submission.comments], key=str)
+
+
+@pytest.mark.parametrize("case", ["not answered", "passed", "failed"])
+def test_the_kept_save_auto_grades_writes_what_nbgraders_does(tmp_path: Path, case: str) -> None:
+    from nbgrader.preprocessors import SaveAutoGrades
+    from sqlalchemy import event
+
+    from autograder.harness.kept_gradebook import KeptSaveAutoGrades
+    from autograder.harness.template_rows import TemplateRows
+
+    url, released = _template_gradebook(tmp_path)
+    resources = {"nbgrader": {"notebook": "nb", "assignment": "a", "student": "student", "db_url": url}}
+    with Gradebook(url, course_id()) as gradebook:
+        rows = TemplateRows(gradebook, "a", "student")
+    kept = KeptGradebook(url, course_id())
+    statements: list[str] = []
+    try:
+        with kept.job():
+            event.listen(kept.engine, "before_cursor_execute", lambda *args: statements.append(args[2]))
+            KeptSaveAutoGrades(kept=kept, rows=rows)(_graded(released, case), copy.deepcopy(resources))
+            counted = list(statements)
+            got = _rows(kept)
+    finally:
+        kept.dispose()
+    with warnings.catch_warnings(), Gradebook(url, course_id()) as gradebook:
+        warnings.simplefilter("ignore")
+        before = _rows(gradebook)
+    SaveAutoGrades()(_graded(released, case), copy.deepcopy(resources))  # nbgrader's, on the file itself
+    with Gradebook(url, course_id()) as gradebook:
+        expected = _rows(gradebook)
+    assert got == expected != before, f"{case}: the kept step wrote {got}, nbgrader's {expected} (before: {before})"
+    selects = [s for s in counted if s.lstrip().upper().startswith("SELECT")]
+    assert len(selects) <= 2, (
+        f"{case}: the kept SaveAutoGrades made {len(selects)} queries: it should load the submission's grades and "
+        "comments once (TemplateRows' ids), not query each cell's")
+
+
+def test_a_cell_the_template_lacks_is_refused_as_nbgrader_refuses_it(tmp_path: Path) -> None:
+    from nbgrader.api import MissingEntry
+
+    from autograder.harness.kept_gradebook import KeptSaveAutoGrades
+    from autograder.harness.template_rows import TemplateRows
+
+    url, released = _template_gradebook(tmp_path)
+    resources = {"nbgrader": {"notebook": "nb", "assignment": "a", "student": "student", "db_url": url}}
+    notebook = _graded(released, "passed")
+    notebook.cells[1].metadata.nbgrader["solution"] = True  # a test cell made an answer: no comment row for it
+    with Gradebook(url, course_id()) as gradebook:
+        rows = TemplateRows(gradebook, "a", "student")
+    kept = KeptGradebook(url, course_id())
+    try:
+        with pytest.raises(MissingEntry), kept.job():
+            KeptSaveAutoGrades(kept=kept, rows=rows)(notebook, copy.deepcopy(resources))
+    finally:
+        kept.dispose()
