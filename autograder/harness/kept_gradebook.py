@@ -95,13 +95,17 @@ def _on_kept(step: NbGraderPreprocessor, resources: ResourcesDict, kept: KeptGra
 
 
 class KeptOverwriteKernelspec(OverwriteKernelspec):
-    """nbgrader's OverwriteKernelspec on the kept gradebook: the template's kernelspec replaces the submission's."""
+    """nbgrader's OverwriteKernelspec on the kept gradebook: the template's kernelspec replaces the submission's, as
+    the assignment's `TemplateRows` (its ``rows`` trait) read it."""
 
     kept = Instance(KeptGradebook)
+    rows = Instance(TemplateRows)
 
     def preprocess(self, nb: NotebookNode, resources: ResourcesDict) -> tuple[NotebookNode, ResourcesDict]:
         ids = resources["nbgrader"]
-        kernelspec = self.kept.find_notebook(ids["notebook"], ids["assignment"]).kernelspec
+        known = ids["assignment"] == self.rows.assignment and ids["notebook"] in self.rows.kernelspecs
+        kernelspec = (self.rows.kernelspecs[ids["notebook"]] if known
+                      else self.kept.find_notebook(ids["notebook"], ids["assignment"]).kernelspec)
         if kernelspec is not None and (kernelspec := json.loads(kernelspec)):
             nb.metadata["kernelspec"] = kernelspec
         return nb, resources

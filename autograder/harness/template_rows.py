@@ -36,9 +36,9 @@ class GradedCellRow:
 
 
 class TemplateRows:
-    """One assignment's source cells and graded cells, and the ids of ``student``'s grades and comments, as
-    nbgrader's finds give them in ``gradebook`` (the template's: it holds the submission every job grades). It
-    answers OverwriteCells as a gradebook would (``find_source_cell``, ``find_graded_cell``)."""
+    """One assignment's notebooks' kernelspecs, source cells and graded cells, and the ids of ``student``'s grades
+    and comments, as nbgrader's finds give them in ``gradebook`` (the template's: it holds the submission every job
+    grades). It answers OverwriteCells as a gradebook would (``find_source_cell``, ``find_graded_cell``)."""
 
     def __init__(self, gradebook: Gradebook, assignment: str, student: str) -> None:
         self.assignment, self.student = assignment, student
@@ -46,8 +46,10 @@ class TemplateRows:
         self.graded: dict[tuple[str, str], GradedCellRow] = {}
         self.grades: dict[tuple[str, str], str] = {}  # (notebook, cell) -> the Grade's id
         self.comments: dict[tuple[str, str], str] = {}  # (notebook, cell) -> the Comment's id
+        self.kernelspecs: dict[str, str | None] = {}  # notebook -> its kernelspec's JSON (OverwriteKernelspec's)
         for notebook in gradebook.find_assignment(assignment).notebooks:
             nb = notebook.name
+            self.kernelspecs[nb] = notebook.kernelspec
             for cell in notebook.source_cells:
                 self.source[nb, cell.name] = SourceCellRow(cell.name, cell.cell_type, cell.locked, cell.checksum,
                                                            cell.source)

@@ -5,6 +5,7 @@ and refuses exactly what nbgrader's CheckCellMetadata does, with the same messag
 from __future__ import annotations
 
 import copy
+import json
 import warnings
 from pathlib import Path
 
@@ -103,6 +104,9 @@ def test_the_compiled_check_says_what_nbgraders_says(case: str) -> None:
                                                                        notebook)
 
 
+KERNELSPEC = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
+
+
 def _template_gradebook(folder: Path) -> tuple[str, nbformat.NotebookNode]:
     """A template's gradebook of assignment ``a`` (notebook ``nb``: a locked test cell worth 2, an answer cell and
     a task worth 3, their source cells with nbgrader's checksums) and the released notebook it was made from."""
@@ -121,7 +125,7 @@ def _template_gradebook(folder: Path) -> tuple[str, nbformat.NotebookNode]:
     with warnings.catch_warnings(), Gradebook(url, course_id()) as gradebook:
         warnings.simplefilter("ignore")  # nbgrader's update_or_create_submission trips SQLAlchemy's autoflush warnings
         gradebook.add_assignment("a")
-        gradebook.add_notebook("nb", "a")
+        gradebook.add_notebook("nb", "a", kernelspec=json.dumps(KERNELSPEC))
         gradebook.add_grade_cell("test_add", "nb", "a", max_score=2, cell_type="code")
         gradebook.add_solution_cell("add", "nb", "a")
         gradebook.add_task_cell("explain", "nb", "a", max_score=3, cell_type="markdown")
@@ -273,3 +277,31 @@ def test_a_cell_the_template_lacks_is_refused_as_nbgrader_refuses_it(tmp_path: P
             KeptSaveAutoGrades(kept=kept, rows=rows)(notebook, copy.deepcopy(resources))
     finally:
         kept.dispose()
+
+
+def test_the_kept_overwrite_kernelspec_gives_the_templates_kernelspec_without_a_query(tmp_path: Path) -> None:
+    from nbgrader.preprocessors import OverwriteKernelspec
+    from sqlalchemy import event
+
+    from autograder.harness.kept_gradebook import KeptOverwriteKernelspec
+    from autograder.harness.template_rows import TemplateRows
+
+    url, released = _template_gradebook(tmp_path)
+    resources = {"nbgrader": {"notebook": "nb", "assignment": "a", "student": "student", "db_url": url}}
+    submitted = copy.deepcopy(released)
+    submitted.metadata["kernelspec"] = {"name": "the-students-own", "display_name": "theirs", "language": "python"}
+    expected, _ = OverwriteKernelspec()(copy.deepcopy(submitted), copy.deepcopy(resources))
+    assert expected.metadata["kernelspec"] == KERNELSPEC
+    with Gradebook(url, course_id()) as gradebook:
+        rows = TemplateRows(gradebook, "a", "student")
+    kept = KeptGradebook(url, course_id())
+    statements: list[str] = []
+    event.listen(kept.engine, "before_cursor_execute", lambda *args: statements.append(args[2]))
+    try:
+        with kept.job():
+            got, _ = KeptOverwriteKernelspec(kept=kept, rows=rows)(copy.deepcopy(submitted), resources)
+    finally:
+        kept.dispose()
+    assert got == expected, "the kept step gave another notebook than nbgrader's OverwriteKernelspec"
+    assert not [s for s in statements if s.lstrip().upper().startswith("SELECT")], (
+        "the kept OverwriteKernelspec queried the gradebook: the template's kernelspec is in TemplateRows")
