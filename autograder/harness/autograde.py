@@ -172,6 +172,17 @@ def autograde(assignment: Assignment, submitted: dict[str, nbformat.NotebookNode
     return graded
 
 
+def _graded_rows(gradebook: KeptGradebook, submitted_notebook: str) -> list[Any]:
+    """The grades of one submitted notebook (nbgrader's ``SubmittedNotebook.grades``), each with its cell (its name),
+    its score and its points as the job's transaction holds them, in one query: read grade by grade, each loaded its
+    cell, its score and its points with a query of its own (18 queries a notebook of 8 test cells)."""
+    from nbgrader.api import Grade
+    from sqlalchemy.orm import joinedload, undefer
+
+    return gradebook.db.query(Grade).filter(Grade.notebook_id == submitted_notebook).options(
+        joinedload(Grade.cell), undefer(Grade.max_score)).populate_existing().all()
+
+
 def read_scores(assignment: Assignment, names: list[str],
                 autograded: dict[str, nbformat.NotebookNode]) -> tuple[CellResult, ...]:
     """Each graded cell's result, in notebook order. A manually graded answer or task (no auto score) is left
@@ -184,7 +195,7 @@ def read_scores(assignment: Assignment, names: list[str],
         notebook: Any = autograded.get(name)
         by_id = {c.metadata.get("nbgrader", {}).get("grade_id"): c for c in notebook.cells} if notebook else {}
         order = {grade_id: i for i, grade_id in enumerate(by_id)}
-        grades = gradebook.find_submission_notebook(name, assignment.name, STUDENT).grades
+        grades = _graded_rows(gradebook, gradebook.find_submission_notebook(name, assignment.name, STUDENT).id)
         for grade in sorted(grades, key=lambda g: (order.get(g.name, len(order)), g.name)):
             points = float(grade.score or 0.0)
             cell = by_id.get(grade.name)

@@ -134,3 +134,36 @@ def test_a_warm_job_is_graded_in_its_zygotes_view_of_the_packages_and_makes_none
         zygote.close()
     refused = subprocess.run(FORKED_ONLY, capture_output=True, text=True, timeout=30)
     assert refused.returncode == 1 and "forked by its zygote" in refused.stderr, refused
+
+
+def test_the_scores_are_read_back_in_one_query_as_nbgraders_rows_give_them(toy, tmp_path: Path) -> None:
+    # Read grade by grade, each grade loaded its cell, its score and its points with a query of its own.
+    import logging
+
+    import nbformat
+    from sqlalchemy import event
+
+    from autograder.harness.autograde import STUDENT, _load, _resources, read_scores
+
+    template, released = toy
+    assignment = _load(template, tmp_path)
+    notebook = nbformat.reads(json.dumps(student_notebook(released, {"add": ADD})), as_version=4)
+    notebook.cells[[c.metadata.get("nbgrader", {}).get("grade_id") for c in notebook.cells].index("test_mean")] \
+        .outputs = [nbformat.v4.new_output("error", ename="NameError", evalue="mean", traceback=[])]
+    statements: list[str] = []
+    try:
+        with assignment.gradebook.job():
+            for step in assignment.grading:
+                step.log = logging.getLogger("test")
+                notebook, _ = step(notebook, _resources(assignment, "toy", tmp_path))
+            event.listen(assignment.gradebook.engine, "before_cursor_execute",
+                         lambda *args: statements.append(args[2]))
+            cells = read_scores(assignment, ["toy"], {"toy": notebook})
+            counted = [s for s in statements if s.lstrip().upper().startswith("SELECT")]
+            rows = {g.name: (float(g.score or 0.0), float(g.max_score)) for g in
+                    assignment.gradebook.find_submission_notebook("toy", "toy", STUDENT).grades}
+    finally:
+        assignment.gradebook.dispose()
+    assert {c.grade_id: (c.points, c.max_points) for c in cells} == rows, "not the scores nbgrader's rows hold"
+    assert rows["test_add"] == (1.0, 1.0) and rows["test_mean"] == (0.0, 1.0)
+    assert len(counted) <= 2, f"read_scores made {len(counted)} queries: the grades are read in one, with their cells"
