@@ -1,22 +1,29 @@
 """The worker's kept nbgrader state, piece by piece: the kept gradebook (`autograder.harness.kept_gradebook`) rolls
 each job back and writes nothing to the disk; the compiled cell check (`autograder.harness.cell_metadata`) accepts
-and refuses exactly what nbgrader's CheckCellMetadata does, with the same message."""
+and refuses exactly what nbgrader's CheckCellMetadata does, with the same message; the kept OverwriteCells,
+SaveAutoGrades and OverwriteKernelspec give what nbgrader's give, through rows read once
+(`autograder.harness.template_rows`) instead of a query a cell."""
 
 from __future__ import annotations
 
 import copy
 import json
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import nbformat
 import pytest
-from nbgrader.api import Gradebook
+from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.nbgraderformat import MetadataValidator
-from nbgrader.preprocessors import CheckCellMetadata
+from nbgrader.preprocessors import CheckCellMetadata, OverwriteCells, OverwriteKernelspec, SaveAutoGrades
+from sqlalchemy import event
 
 from autograder.harness.cell_metadata import CompiledCheckCellMetadata, CompiledMetadataValidator
-from autograder.harness.kept_gradebook import KeptGradebook
+from autograder.harness.kept_gradebook import (KeptGradebook, KeptOverwriteCells, KeptOverwriteKernelspec,
+                                               KeptSaveAutoGrades)
+from autograder.harness.template_rows import TemplateRows
 from autograder.nbgrader_course import course_id, stamp_new_gradebook
 
 GRADED = {"grade": True, "solution": False, "locked": True, "points": 2, "grade_id": "test_add", "schema_version": 3}
@@ -158,52 +165,42 @@ def _tampered(released: nbformat.NotebookNode, case: str) -> nbformat.NotebookNo
     return notebook
 
 
-@pytest.mark.parametrize("case", ["as released", "answered", "test edited", "points changed", "unlocked",
-                                  "made markdown", "unknown cell"])
-def test_the_kept_overwrite_cells_restores_what_nbgraders_does(tmp_path: Path, case: str, caplog) -> None:
-    from nbgrader.preprocessors import OverwriteCells
+def _resources(url: str) -> dict:
+    """What nbgrader's converter gives each step of notebook ``nb`` of ``a``, graded as ``student``."""
+    return {"nbgrader": {"notebook": "nb", "assignment": "a", "student": "student", "db_url": url}}
 
-    from autograder.harness.kept_gradebook import KeptOverwriteCells
-    from autograder.harness.template_rows import TemplateRows
 
-    url, released = _template_gradebook(tmp_path)
-    resources = {"nbgrader": {"notebook": "nb", "assignment": "a", "student": "student", "db_url": url}}
-    expected, _ = OverwriteCells()(_tampered(released, case), copy.deepcopy(resources))
-    said = [record.getMessage() for record in caplog.records]
-    caplog.clear()
+@contextmanager
+def _kept_job(url: str) -> Iterator[tuple[KeptGradebook, TemplateRows, list[str]]]:
+    """The template's rows (`TemplateRows`), its kept gradebook in one job, and the SELECTs the kept gradebook
+    makes until the job ends."""
     with Gradebook(url, course_id()) as gradebook:
         rows = TemplateRows(gradebook, "a", "student")
     kept = KeptGradebook(url, course_id())
+    selects: list[str] = []
+    event.listen(kept.engine, "before_cursor_execute",
+                 lambda *args: selects.append(args[2]) if args[2].lstrip().upper().startswith("SELECT") else None)
     try:
         with kept.job():
-            got, _ = KeptOverwriteCells(kept=kept, rows=rows)(_tampered(released, case), copy.deepcopy(resources))
+            yield kept, rows, selects
     finally:
         kept.dispose()
+
+
+@pytest.mark.parametrize("case", ["as released", "answered", "test edited", "points changed", "unlocked",
+                                  "made markdown", "unknown cell"])
+def test_the_kept_overwrite_cells_restores_what_nbgraders_does(tmp_path: Path, case: str, caplog) -> None:
+    url, released = _template_gradebook(tmp_path)
+    expected, _ = OverwriteCells()(_tampered(released, case), _resources(url))
+    said = [record.getMessage() for record in caplog.records]
+    caplog.clear()
+    with _kept_job(url) as (kept, rows, selects):
+        got, _ = KeptOverwriteCells(kept=kept, rows=rows)(_tampered(released, case), _resources(url))
     assert got == expected, f"{case}: the kept step restored another notebook than nbgrader's OverwriteCells"
     assert [record.getMessage() for record in caplog.records] == said, f"{case}: it warned otherwise"
     assert bool(said) == (case in ("test edited", "points changed", "made markdown", "unknown cell")), (
         f"{case}: nbgrader's step warns of what it restores (a test cell is locked whatever its flag says): {said}")
-
-
-def test_the_kept_overwrite_cells_queries_no_gradebook_per_cell(tmp_path: Path) -> None:
-    from sqlalchemy import event
-
-    from autograder.harness.kept_gradebook import KeptOverwriteCells
-    from autograder.harness.template_rows import TemplateRows
-
-    url, released = _template_gradebook(tmp_path)
-    resources = {"nbgrader": {"notebook": "nb", "assignment": "a", "student": "student", "db_url": url}}
-    with Gradebook(url, course_id()) as gradebook:
-        rows = TemplateRows(gradebook, "a", "student")
-    kept = KeptGradebook(url, course_id())
-    statements: list[str] = []
-    event.listen(kept.engine, "before_cursor_execute", lambda *args: statements.append(args[2]))
-    try:
-        with kept.job():
-            KeptOverwriteCells(kept=kept, rows=rows)(_tampered(released, "test edited"), resources)
-    finally:
-        kept.dispose()
-    assert [s for s in statements if s.lstrip().upper().startswith("SELECT")] == [], (
+    assert selects == [], (
         "the kept OverwriteCells queried the gradebook: it should look the template's cells up in TemplateRows")
 
 
@@ -226,82 +223,41 @@ def _rows(gradebook: Gradebook) -> list[tuple]:
 
 @pytest.mark.parametrize("case", ["not answered", "passed", "failed"])
 def test_the_kept_save_auto_grades_writes_what_nbgraders_does(tmp_path: Path, case: str) -> None:
-    from nbgrader.preprocessors import SaveAutoGrades
-    from sqlalchemy import event
-
-    from autograder.harness.kept_gradebook import KeptSaveAutoGrades
-    from autograder.harness.template_rows import TemplateRows
-
     url, released = _template_gradebook(tmp_path)
-    resources = {"nbgrader": {"notebook": "nb", "assignment": "a", "student": "student", "db_url": url}}
-    with Gradebook(url, course_id()) as gradebook:
-        rows = TemplateRows(gradebook, "a", "student")
-    kept = KeptGradebook(url, course_id())
-    statements: list[str] = []
-    try:
-        with kept.job():
-            event.listen(kept.engine, "before_cursor_execute", lambda *args: statements.append(args[2]))
-            KeptSaveAutoGrades(kept=kept, rows=rows)(_graded(released, case), copy.deepcopy(resources))
-            counted = list(statements)
-            got = _rows(kept)
-    finally:
-        kept.dispose()
+    with _kept_job(url) as (kept, rows, selects):
+        KeptSaveAutoGrades(kept=kept, rows=rows)(_graded(released, case), _resources(url))
+        queries = len(selects)
+        got = _rows(kept)
     with warnings.catch_warnings(), Gradebook(url, course_id()) as gradebook:
         warnings.simplefilter("ignore")
         before = _rows(gradebook)
-    SaveAutoGrades()(_graded(released, case), copy.deepcopy(resources))  # nbgrader's, on the file itself
+    SaveAutoGrades()(_graded(released, case), _resources(url))  # nbgrader's, on the file itself
     with Gradebook(url, course_id()) as gradebook:
         expected = _rows(gradebook)
     assert got == expected != before, f"{case}: the kept step wrote {got}, nbgrader's {expected} (before: {before})"
-    selects = [s for s in counted if s.lstrip().upper().startswith("SELECT")]
-    assert len(selects) <= 2, (
-        f"{case}: the kept SaveAutoGrades made {len(selects)} queries: it should load the submission's grades and "
+    assert queries <= 2, (
+        f"{case}: the kept SaveAutoGrades made {queries} queries: it should load the submission's grades and "
         "comments once (TemplateRows' ids), not query each cell's")
 
 
 def test_a_cell_the_template_lacks_is_refused_as_nbgrader_refuses_it(tmp_path: Path) -> None:
-    from nbgrader.api import MissingEntry
-
-    from autograder.harness.kept_gradebook import KeptSaveAutoGrades
-    from autograder.harness.template_rows import TemplateRows
-
     url, released = _template_gradebook(tmp_path)
-    resources = {"nbgrader": {"notebook": "nb", "assignment": "a", "student": "student", "db_url": url}}
     notebook = _graded(released, "passed")
     notebook.cells[1].metadata.nbgrader["solution"] = True  # a test cell made an answer: no comment row for it
-    with Gradebook(url, course_id()) as gradebook:
-        rows = TemplateRows(gradebook, "a", "student")
-    kept = KeptGradebook(url, course_id())
-    try:
-        with pytest.raises(MissingEntry), kept.job():
-            KeptSaveAutoGrades(kept=kept, rows=rows)(notebook, copy.deepcopy(resources))
-    finally:
-        kept.dispose()
+    with pytest.raises(MissingEntry):
+        SaveAutoGrades()(copy.deepcopy(notebook), _resources(url))
+    with pytest.raises(MissingEntry), _kept_job(url) as (kept, rows, _):
+        KeptSaveAutoGrades(kept=kept, rows=rows)(notebook, _resources(url))
 
 
 def test_the_kept_overwrite_kernelspec_gives_the_templates_kernelspec_without_a_query(tmp_path: Path) -> None:
-    from nbgrader.preprocessors import OverwriteKernelspec
-    from sqlalchemy import event
-
-    from autograder.harness.kept_gradebook import KeptOverwriteKernelspec
-    from autograder.harness.template_rows import TemplateRows
-
     url, released = _template_gradebook(tmp_path)
-    resources = {"nbgrader": {"notebook": "nb", "assignment": "a", "student": "student", "db_url": url}}
     submitted = copy.deepcopy(released)
     submitted.metadata["kernelspec"] = {"name": "the-students-own", "display_name": "theirs", "language": "python"}
-    expected, _ = OverwriteKernelspec()(copy.deepcopy(submitted), copy.deepcopy(resources))
+    expected, _ = OverwriteKernelspec()(copy.deepcopy(submitted), _resources(url))
     assert expected.metadata["kernelspec"] == KERNELSPEC
-    with Gradebook(url, course_id()) as gradebook:
-        rows = TemplateRows(gradebook, "a", "student")
-    kept = KeptGradebook(url, course_id())
-    statements: list[str] = []
-    event.listen(kept.engine, "before_cursor_execute", lambda *args: statements.append(args[2]))
-    try:
-        with kept.job():
-            got, _ = KeptOverwriteKernelspec(kept=kept, rows=rows)(copy.deepcopy(submitted), resources)
-    finally:
-        kept.dispose()
+    with _kept_job(url) as (kept, rows, selects):
+        got, _ = KeptOverwriteKernelspec(kept=kept, rows=rows)(copy.deepcopy(submitted), _resources(url))
     assert got == expected, "the kept step gave another notebook than nbgrader's OverwriteKernelspec"
-    assert not [s for s in statements if s.lstrip().upper().startswith("SELECT")], (
+    assert selects == [], (
         "the kept OverwriteKernelspec queried the gradebook: the template's kernelspec is in TemplateRows")

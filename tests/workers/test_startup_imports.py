@@ -31,17 +31,22 @@ def test_nbgraders_imports_compile_no_grammar() -> None:
 
 
 
+# The process the workers are forked from (`autograder.workers.forks.main`), run in a probe with its control socket
+# closed at once: it returns after it has imported nbgrader.
+FORKS = ("import socket\n"
+         "from autograder.workers import forks\n"
+         "ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)\n"
+         "ours.close()\n")
+RUN_FORKS = "forks.main([str(theirs.fileno()), ''])\n"
+
+
 def test_the_worker_forks_configure_the_gradebooks_mappers_and_import_its_dialect_for_every_fork() -> None:
     # SQLAlchemy configures nbgrader's mappers on a process's first query (19 ms of a core) and imports its SQLite
     # dialect with its first engine: the forks do both as they import nbgrader (`autograder.workers.worker.prepare`),
     # so that no forked worker does them again on its first job.
-    probe = ("import socket, sys\n"
+    probe = ("import sys\n"
              "from sqlalchemy import event, inspect\n"
-             "from sqlalchemy.orm import Mapper\n"
-             "from autograder.workers import forks\n"
-             "ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)\n"
-             "ours.close()\n"
-             "forks.main([str(theirs.fileno()), ''])\n"
+             "from sqlalchemy.orm import Mapper\n" + FORKS + RUN_FORKS +
              "configured = []\n"
              "event.listen(Mapper, 'before_configured', lambda: configured.append(1))\n"
              "from nbgrader.api import SubmittedNotebook\n"
@@ -65,13 +70,8 @@ COUNTED = ("import gc, os\n"
 def test_the_worker_forks_import_nbgrader_without_a_collection() -> None:
     # The process the workers are forked from imports nbgrader first (`autograder.workers.forks.main`), then torch and
     # transformers: none of it is ever freed, and the collections its allocations set off walked it (0.3-0.4 s of a
-    # core over a run's imports). Its control socket closed at once, it returns after that first import.
-    probe = (COUNTED + "import socket, sys\n"
-             "from autograder.workers import forks\n"
-             "ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)\n"
-             "ours.close()\n"
-             "starts.clear()\n"
-             "forks.main([str(theirs.fileno()), ''])\n"
+    # core over a run's imports).
+    probe = (COUNTED + "import sys\n" + FORKS + "starts.clear()\n" + RUN_FORKS +
              "print(len(starts), 'nbgrader.converters' in sys.modules, gc.isenabled(),\n"
              "      gc.get_freeze_count() > 10**5)\n")
     done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=120)
