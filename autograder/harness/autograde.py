@@ -174,8 +174,8 @@ def autograde(assignment: Assignment, submitted: dict[str, nbformat.NotebookNode
 
 def _graded_rows(gradebook: KeptGradebook, submitted_notebook: str) -> list[Any]:
     """The grades of one submitted notebook (nbgrader's ``SubmittedNotebook.grades``), each with its cell (its name),
-    its score and its points as the job's transaction holds them, in one query: read grade by grade, each loaded its
-    cell, its score and its points with a query of its own (18 queries a notebook of 8 test cells)."""
+    its score and its points as the job's transaction holds them, in one query (grade by grade, each grade loaded
+    them with queries of its own: 18 for a notebook of 8 test cells)."""
     from nbgrader.api import Grade
     from sqlalchemy.orm import joinedload, undefer
 

@@ -11,9 +11,9 @@ disk and no job's rows reach the next.
 
 The ``Kept*`` steps are nbgrader's, subclassed: each takes the kept gradebook (its ``kept`` trait) where nbgrader's
 opens one from ``resources['nbgrader']['db_url']``, and does what nbgrader's ``preprocess`` does with it.
-`KeptOverwriteCells` and `KeptSaveAutoGrades` find each cell's rows through what
-`autograder.harness.template_rows` read once per kept assignment, where nbgrader's steps query the gradebook for
-each cell.
+`KeptOverwriteKernelspec`, `KeptOverwriteCells` and `KeptSaveAutoGrades` find the template's and the submission's
+rows through what `autograder.harness.template_rows` read once per kept assignment, where nbgrader's steps query the
+gradebook for each notebook or cell.
 """
 
 from __future__ import annotations
