@@ -164,14 +164,24 @@ def _not_killed(processes: list[str]) -> list[str]:
     return running
 
 
-def _kernel_runs(marker: str) -> bool:
-    """Whether a kernel of the run whose TMPDIR is ``marker`` runs."""
-    return any(_kernel_runs_in(line) for line in _processes(marker))
+def _student_sleeps(marker: str) -> bool:
+    """Whether a kernel of the run whose TMPDIR is ``marker`` runs the student's ``time.sleep``: its main thread
+    waits in nanosleep. A warm run's start-up probe is a kernel too, forked from the same zygote before any job (and
+    gone by the time a job's kernel is forked): a kernel seen running is not yet the job's."""
+    for line in _processes(marker):
+        try:
+            sleeping = Path(f"/proc/{line.split(':')[0]}/wchan").read_text() == "hrtimer_nanosleep"
+        except OSError:
+            continue
+        if sleeping and _kernel_runs_in(line):
+            return True
+    return False
 
 
 def _start(graded, name: str, seconds: int, jobs: int = 1) -> tuple[subprocess.Popen, Path, Path]:
     """Start grading one student whose notebook sleeps ``seconds`` with ``jobs`` workers (two or more: forked from
-    one warm process, `autograder.workers.forks`); returns the process, its TMPDIR and DIR, once its kernel runs."""
+    one warm process, `autograder.workers.forks`); returns the process, its TMPDIR and DIR, once its kernel runs the
+    student's sleep."""
     folder = graded["root"] / name
     (folder / "subs" / "sleepy" / "toy").mkdir(parents=True)
     (folder / "subs" / "sleepy" / "toy" / "toy.ipynb").write_bytes(
@@ -183,7 +193,7 @@ def _start(graded, name: str, seconds: int, jobs: int = 1) -> tuple[subprocess.P
     process = subprocess.Popen(command, cwd=ROOT, env={**os.environ, "TMPDIR": str(folder / "tmp")},
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 120
-    while not _kernel_runs(str(folder / "tmp")):
+    while not _student_sleeps(str(folder / "tmp")):
         if process.poll() is not None or time.monotonic() > deadline:
             grades = OutputFolder(out).grades
             pytest.fail(f"the kernel never ran: {process.communicate()}; "
