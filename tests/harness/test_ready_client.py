@@ -1,13 +1,16 @@
 """`autograder.harness.kernel_client.ReadyKernelClient`: a kernel is ready once it answered ``kernel_info`` and IOPub
 is connected; what IOPub holds then is taken, and nothing more is waited for (jupyter_client waits for 0.2 s of quiet;
-this client waited for 20 ms, in every job, with the kernel and its worker both idle)."""
+this client waited for 20 ms, in every job, with the kernel and its worker both idle); its sockets retry their
+connection every few milliseconds, not ZeroMQ's 100."""
 
 from __future__ import annotations
 
 import asyncio
 from queue import Empty
 
-from autograder.harness.kernel_client import ReadyKernelClient
+import zmq
+
+from autograder.harness.kernel_client import RECONNECT_MS, ReadyKernelClient
 
 
 class _Channel:
@@ -43,3 +46,20 @@ def test_a_kernel_is_ready_once_it_answered_and_nothing_more_is_waited_for() -> 
     assert client.iopub_channel.timeouts == [1, 0, 0, 0], (
         f"IOPub was read with the timeouts {client.iopub_channel.timeouts}: after the first status (IOPub connected), "
         "a ready kernel's client takes what is there (timeout 0) and waits for no silence")
+
+
+def test_the_clients_sockets_retry_their_connection_every_few_milliseconds(tmp_path) -> None:
+    """The worker connects once the kernel has made its home, most often before ipykernel has bound its sockets: each
+    socket then retries after its interval, ZeroMQ's 100 ms unless the client sets `RECONNECT_MS`."""
+    client = ReadyKernelClient(transport="ipc", ip=str(tmp_path / "kernel"), shell_port=1, iopub_port=2,
+                               stdin_port=3, hb_port=4, control_port=5)
+    client.start_channels(hb=False)
+    try:
+        sockets = {"shell": client.shell_channel.socket, "iopub": client.iopub_channel.socket,
+                   "stdin": client.stdin_channel.socket, "control": client.control_channel.socket}
+        intervals = {name: socket.getsockopt(zmq.RECONNECT_IVL) for name, socket in sockets.items()}
+        assert intervals == dict.fromkeys(sockets, RECONNECT_MS), (
+            f"the client's sockets retry every {intervals} ms; each should retry every {RECONNECT_MS} ms, not "
+            "ZeroMQ's 100: a worker that connects before the kernel has bound its sockets waits that long")
+    finally:
+        client.stop_channels()
