@@ -4,10 +4,11 @@
 it the job's sandbox: ``warm``, the job's warm start (`autograder.sandbox.zygote_client.WarmLaunch`: the kernel is
 forked by the zygote instead of launched from the kernelspec's command), and ``home``, how the worker reaches a
 sandboxed kernel's home (`autograder.sandbox.home.KernelHome`: nothing connects to the kernel's sockets before
-its home is its own tmpfs; how full it was left is noted before its sockets are removed). Its control socket drops
-what it has not sent when it is closed, once the kernel is killed. The manager keeps
-when it launched the kernel (``launched``) and finds the kernel's process (`kernel_pid`). Its kernelspec is looked
-up in the job's own folder (``kernelspecs``, configured), not through the process's environment.
+its home is its own tmpfs; how full it was left is noted before its sockets are removed). Its immediate shutdown
+kills the kernel with no interrupt first and no wait after (`SandboxKernelManager._async_shutdown_kernel`). The
+manager keeps when it launched the kernel (``launched``) and finds the kernel's process (`kernel_pid`). Its
+kernelspec is looked up in the job's own folder (``kernelspecs``, configured), not through the process's
+environment.
 """
 
 from __future__ import annotations
@@ -81,13 +82,19 @@ class SandboxKernelManager(AsyncKernelManager):
 
     _launch_kernel = _async_launch_kernel
 
-    def _connect_control_socket(self) -> None:
-        """jupyter_client's control socket, which carries interrupts, with a linger of 0 instead of its 100 ms: the
-        kernel is killed before the socket is closed (nbclient's ``shutdown_kernel = "immediate"``), and the interrupt
-        jupyter_client sends it just before the kill, when still unsent, held up the close, and so every job that
-        sent it, for 100 ms."""
-        super()._connect_control_socket()
-        self._control_socket.linger = 0
+    async def _async_shutdown_kernel(self, now: bool = False, restart: bool = False) -> None:
+        """Kill the kernel at once (nbclient's ``shutdown_kernel = "immediate"``) and clean up: jupyter_client's
+        immediate shutdown without the interrupt it sends the kernel first (to a kernel about to be killed) and the
+        10 ms its ``in_pending_state`` sleeps after it "to ensure tests can capture the state before done". Any
+        other shutdown is jupyter_client's."""
+        if not now or restart or not self.owns_kernel:
+            await super()._async_shutdown_kernel(now=now, restart=restart)
+            return
+        self.shutting_down = True
+        await self._async_kill_kernel()
+        await self._async_cleanup_resources()
+
+    shutdown_kernel = _async_shutdown_kernel
 
     async def _async_cleanup_resources(self, restart: bool = False) -> None:
         if self.home is not None:  # the kernel is stopped: how full it left its home, before its sockets are removed

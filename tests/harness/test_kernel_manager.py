@@ -1,23 +1,57 @@
-"""`autograder.harness.kernel_manager.SandboxKernelManager`: its control socket, which carries the interrupt
-jupyter_client sends a kernel just before it kills it, drops what it has not sent when it is closed (the kernel is
-dead by then): with jupyter_client's linger of 100 ms, a job whose interrupt was still unsent waited that long in its
-cleanup (a third of the jobs of a class of one assignment, `--jobs 1`)."""
+"""`autograder.harness.kernel_manager.SandboxKernelManager`'s immediate shutdown (nbclient's ``shutdown_kernel =
+"immediate"``, every notebook's end): the kernel is killed with no interrupt first. jupyter_client's sends the kernel an
+interrupt (a message on its control socket, the kernelspec's ``interrupt_mode``) just before it kills it; closing the
+socket then waited up to 100 ms (its linger) whenever that message was still unsent, and its shutdown sleeps 10 ms
+besides: a third of the jobs of a class of one assignment waited 110 ms, `--jobs 1`."""
 
 from __future__ import annotations
+
+import asyncio
 
 import zmq
 
 from autograder.harness.kernel_manager import SandboxKernelManager
+from autograder.sandbox.bwrap import KERNEL_NAME, write_kernelspec
 
 
-def test_the_control_socket_drops_what_it_has_not_sent_when_it_is_closed(tmp_path) -> None:
-    manager = SandboxKernelManager(transport="ipc", ip=str(tmp_path / "kernel"), control_port=1)
+class _Kernel:
+    """A kernel's provisioner, as jupyter_client's kill, wait and cleanup use it: the kernel ends when killed."""
+
+    def __init__(self) -> None:
+        self.has_process, self.killed, self.signals = True, False, []
+
+    async def kill(self, restart: bool = False) -> None:
+        self.killed = True
+
+    async def send_signal(self, signum: int) -> None:
+        self.signals.append(signum)
+
+    async def poll(self) -> int | None:
+        return 0 if self.killed else None
+
+    async def wait(self) -> int:
+        self.has_process = False
+        return 0
+
+    async def cleanup(self, restart: bool = False) -> None:
+        pass
+
+
+def test_an_immediate_shutdown_kills_the_kernel_with_no_interrupt_first(tmp_path) -> None:
+    kernelspecs = write_kernelspec(tmp_path / "jupyter", ["python"]) / "kernels"
+    manager = SandboxKernelManager(transport="ipc", ip=str(tmp_path / "kernel"), control_port=1,
+                                   kernel_name=KERNEL_NAME, kernelspecs=str(kernelspecs))
+    control = zmq.Context.instance().socket(zmq.ROUTER)  # the kernel's end of the control channel
+    control.bind(f"ipc://{tmp_path / 'kernel'}-1")
+    kernel = manager.provisioner = _Kernel()
     manager._connect_control_socket()
     try:
-        linger = manager._control_socket.getsockopt(zmq.LINGER)
-        assert linger == 0, (
-            f"the kernel manager's control socket lingers {linger} ms on what it has not sent; it should drop it "
-            "(0): the kernel is killed before the socket is closed, and an interrupt still unsent held up the close")
+        asyncio.run(manager.shutdown_kernel(now=True))
+        sent = [control.recv_multipart() for _ in range(2) if control.poll(200)]
     finally:
-        manager._close_control_socket()
-        manager.context.destroy(linger=0)
+        control.close(linger=0)
+    assert kernel.killed and not kernel.has_process, "the immediate shutdown should kill the kernel and wait for it"
+    assert not sent and not kernel.signals, (
+        f"the immediate shutdown sent the kernel {len(sent)} messages and the signals {kernel.signals} before it killed "
+        "it: an interrupt to a kernel about to be killed only holds up the close of the control socket")
+    assert manager._control_socket is None, "the control socket should be closed once the kernel is killed"
