@@ -5,7 +5,9 @@ submission written as files, each notebook read, sanitised, written, read again,
 gradebook opened a dozen times. Here the worker keeps, per assignment template (`Assignments`, keyed by the
 template's folder and key):
 
-- the assignment's test plans (`autograder.harness.execute.Plan`, read once from the template's gradebook);
+- the assignment's test plans (`autograder.harness.execute.Plan`) and the template's rows nbgrader's steps look up
+  (`autograder.harness.template_rows.TemplateRows`), read once, through the kept gradebook below (its one engine)
+  in a transaction rolled back like a job's;
 - nbgrader's preprocessors, configured once (none of them keeps a job's state between calls): Autograde's
   ``sanitize_preprocessors`` (ClearOutput, DeduplicateIds, OverwriteKernelspec, OverwriteCells,
   CheckCellMetadata) and its ``autograde_preprocessors`` after Execute (IgnorePattern, ClearMetadata,
@@ -78,17 +80,17 @@ class Assignment:
 
 
 def _load(template: Template, folder: Path) -> Assignment:
-    from nbgrader.api import Gradebook
     from nbgrader.converters import Autograde
     from nbgrader.preprocessors import Execute
 
     gradebook = folder / f"{template.assignment}.db"
     shutil.copyfile(template.gradebook, gradebook)  # with STUDENT's submission (`autograder.harness.notebook.generate`)
     db_url = f"sqlite:///{gradebook}"
-    with Gradebook(db_url, course_id()) as gb:
+    kept = KeptGradebook(db_url, course_id())
+    with kept.job() as gb:  # read through the one engine every job uses, and given back
         notebooks = frozenset(notebook.name for notebook in gb.find_assignment(template.assignment).notebooks)
         rows = TemplateRows(gb, template.assignment, STUDENT)
-    kept = KeptGradebook(db_url, course_id())
+        plans = {name: read_plan(gb, name, template.assignment) for name in notebooks}
     config = preprocessor_config(db_url)
     traits = Autograde.class_traits()
 
@@ -97,7 +99,7 @@ def _load(template: Template, folder: Path) -> Assignment:
                      else COMPILED_STEPS.get(step, step)(config=config) for step in steps if step is not Execute)
 
     return Assignment(template.assignment, kept, notebooks,
-                      {name: read_plan(db_url, name, template.assignment) for name in notebooks},
+                      plans,
                       made(traits["sanitize_preprocessors"].default()),
                       made(traits["autograde_preprocessors"].default()), db_url)
 

@@ -2,7 +2,8 @@
 
 `TrustedExecute` replaces nbgrader's `Execute` in Autograde's preprocessors (`autograder.harness.notebook`, one
 instance per job), with `autograder.harness.kernel_manager.SandboxKernelManager` as its ``kernel_manager_class``. It
-reads the assignment's cells from the gradebook (the course's sources, never the student's copy):
+is given the assignment's cells as the gradebook holds them (`read_plan`, once per worker: the course's sources, never
+the student's copy):
 
 - a test cell (visible or hidden) runs here, in `autograder.harness.graded_cells.TrustedCells`. Meanwhile the
   kernel runs one line, ``autograder.channel.served.serve(...)``, which connects to this process's Unix socket
@@ -73,17 +74,17 @@ class Plan:
     names: tuple[str, ...]
 
 
-def read_plan(db_url: str, notebook: str, assignment: str) -> Plan:
-    """Which cells are tests and which are given, with the course's sources, and the answers' names."""
-    with Gradebook(db_url) as gradebook:
-        found = gradebook.find_notebook(notebook, assignment)
-        solutions = {cell.name for cell in found.solution_cells}
-        graded = {cell.name for cell in found.grade_cells}
-        kinds = {cell.name: (cell_kind(graded=cell.name in graded, solution=cell.name in solutions, locked=cell.locked),
-                             cell.source) for cell in found.source_cells if cell.cell_type == "code"}
-        tests = {name: source for name, (kind, source) in kinds.items() if kind is CellKind.TEST}
-        given = {name: source for name, (kind, source) in kinds.items() if kind is CellKind.GIVEN}
-        names = answer_names([source for name, (_, source) in kinds.items() if name in solutions])
+def read_plan(gradebook: Gradebook, notebook: str, assignment: str) -> Plan:
+    """Which cells are tests and which are given, with the course's sources, and the answers' names, as
+    ``gradebook`` holds them."""
+    found = gradebook.find_notebook(notebook, assignment)
+    solutions = {cell.name for cell in found.solution_cells}
+    graded = {cell.name for cell in found.grade_cells}
+    kinds = {cell.name: (cell_kind(graded=cell.name in graded, solution=cell.name in solutions, locked=cell.locked),
+                         cell.source) for cell in found.source_cells if cell.cell_type == "code"}
+    tests = {name: source for name, (kind, source) in kinds.items() if kind is CellKind.TEST}
+    given = {name: source for name, (kind, source) in kinds.items() if kind is CellKind.GIVEN}
+    names = answer_names([source for name, (_, source) in kinds.items() if name in solutions])
     return Plan(tests, given, names)
 
 
@@ -115,8 +116,8 @@ class TrustedExecute(Execute):
                                                       "kernel manager")
     home = Instance(KernelHome, allow_none=True, help="How this worker reaches the sandboxed kernel's home (None: no "
                                                       "sandbox), handed to its kernel manager")
-    plans = Dict(help="The assignment's `Plan` by notebook, read once by the worker (a notebook not here: read from "
-                      "the gradebook)")
+    plans = Dict(help="The assignment's `Plan` of each notebook it knows, read once by the worker "
+                      "(`autograder.harness.autograde.Assignment`): only those notebooks are executed")
 
     def __init__(self, **kwargs: object) -> None:
         """The kernel manager class is `SandboxKernelManager` unless one is given (nbgrader's Execute passes its own
@@ -133,8 +134,7 @@ class TrustedExecute(Execute):
 
     def preprocess(self, nb, resources, km=None):  # noqa: ANN001, ANN201 - nbconvert's signature
         info = resources["nbgrader"]
-        known = self.plans.get(info["notebook"])
-        self.plan = known if known is not None else read_plan(info["db_url"], info["notebook"], info["assignment"])
+        self.plan = self.plans[info["notebook"]]
         self.trusted = TrustedCells(self.plan.names, float(self.timeout or Limits().cell_seconds),
                                     {"__name__": "__main__", HIDDEN_KEY: self.hidden_key})
         self.session = Session(float(self.timeout or Limits().cell_seconds), self.tensors)

@@ -167,3 +167,33 @@ def test_the_scores_are_read_back_in_one_query_as_nbgraders_rows_give_them(toy, 
     assert {c.grade_id: (c.points, c.max_points) for c in cells} == rows, "not the scores nbgrader's rows hold"
     assert rows["test_add"] == (1.0, 1.0) and rows["test_mean"] == (0.0, 1.0)
     assert len(counted) <= 2, f"read_scores made {len(counted)} queries: the grades are read in one, with their cells"
+
+
+def test_a_kept_assignment_is_read_through_the_one_engine_its_jobs_use(toy, tmp_path: Path) -> None:
+    # Its notebooks, rows and test plans were read through gradebooks of their own: an engine each (one more per
+    # notebook), every query compiled again in each, before the kept gradebook's engine was made.
+    from sqlalchemy import event
+    from sqlalchemy.engine import Engine
+
+    from autograder.harness.autograde import _load
+
+    template, _ = toy
+    engines: set[int] = set()
+
+    def connected(connection, *_: object) -> None:  # noqa: ANN001 - SQLAlchemy's event signature
+        engines.add(id(connection.engine))
+
+    event.listen(Engine, "engine_connect", connected)
+    try:
+        assignment = _load(template, tmp_path)
+    finally:
+        event.remove(Engine, "engine_connect", connected)
+    try:
+        assert engines == {id(assignment.gradebook.engine)}, (
+            f"loading the assignment connected {len(engines)} engines; it should read through its kept gradebook's")
+        assert set(assignment.plans) == set(assignment.notebooks) == {"toy"}
+        assert set(assignment.plans["toy"].tests) == {"test_add", "test_add_hidden", "test_mean", "test_mean_hidden"}
+        with assignment.gradebook.job() as gradebook:  # the read left no transaction open: a job begins its own
+            assert gradebook.find_notebook("toy", "toy").name == "toy"
+    finally:
+        assignment.gradebook.dispose()
