@@ -87,10 +87,14 @@ def _load(template: Template, folder: Path) -> Assignment:
     shutil.copyfile(template.gradebook, gradebook)  # with STUDENT's submission (`autograder.harness.notebook.generate`)
     db_url = f"sqlite:///{gradebook}"
     kept = KeptGradebook(db_url, course_id())
-    with kept.job() as gb:  # read through the one engine every job uses, and given back
-        notebooks = frozenset(notebook.name for notebook in gb.find_assignment(template.assignment).notebooks)
-        rows = TemplateRows(gb, template.assignment, STUDENT)
-        plans = {name: read_plan(gb, name, template.assignment) for name in notebooks}
+    try:
+        with kept.job() as gb:  # read through the one engine every job uses, and given back
+            notebooks = frozenset(notebook.name for notebook in gb.find_assignment(template.assignment).notebooks)
+            rows = TemplateRows(gb, template.assignment, STUDENT)
+            plans = {name: read_plan(gb, name, template.assignment) for name in notebooks}
+    except BaseException:  # a template that cannot be read leaves no connection open in the worker
+        kept.dispose()
+        raise
     config = preprocessor_config(db_url)
     traits = Autograde.class_traits()
 
@@ -98,8 +102,7 @@ def _load(template: Template, folder: Path) -> Assignment:
         return tuple(_kept_step(KEPT_STEPS[step], config, kept, rows) if step in KEPT_STEPS
                      else COMPILED_STEPS.get(step, step)(config=config) for step in steps if step is not Execute)
 
-    return Assignment(template.assignment, kept, notebooks,
-                      plans,
+    return Assignment(template.assignment, kept, notebooks, plans,
                       made(traits["sanitize_preprocessors"].default()),
                       made(traits["autograde_preprocessors"].default()), db_url)
 

@@ -197,3 +197,26 @@ def test_a_kept_assignment_is_read_through_the_one_engine_its_jobs_use(toy, tmp_
             assert gradebook.find_notebook("toy", "toy").name == "toy"
     finally:
         assignment.gradebook.dispose()
+
+
+def test_a_template_that_cannot_be_read_leaves_no_connection_open(toy, tmp_path: Path) -> None:
+    from nbgrader.api import MissingEntry
+    from sqlalchemy import event
+    from sqlalchemy.engine import Engine
+
+    from autograder.harness.autograde import _load
+
+    template, _ = toy
+    opened = []
+
+    def connected(connection, *_: object) -> None:  # noqa: ANN001 - SQLAlchemy's event signature
+        opened.append(connection)
+
+    event.listen(Engine, "engine_connect", connected)
+    try:
+        with pytest.raises(MissingEntry):
+            _load(replace(template, assignment="not_this_one"), tmp_path)
+    finally:
+        event.remove(Engine, "engine_connect", connected)
+    assert opened and all(connection.closed for connection in opened), (
+        f"{sum(not c.closed for c in opened)} of the {len(opened)} connections loading opened were left open")

@@ -49,7 +49,7 @@ def test_a_kernel_is_ready_once_it_answered_and_nothing_more_is_waited_for() -> 
 
 
 def test_the_clients_sockets_retry_their_connection_every_few_milliseconds(tmp_path) -> None:
-    """The worker connects once the kernel has made its home, most often before ipykernel has bound its sockets: each
+    """The worker connects once the kernel has made its home, sometimes before ipykernel has bound its sockets: each
     socket then retries after its interval, ZeroMQ's 100 ms unless the client sets `RECONNECT_MS`."""
     client = ReadyKernelClient(transport="ipc", ip=str(tmp_path / "kernel"), shell_port=1, iopub_port=2,
                                stdin_port=3, hb_port=4, control_port=5)
