@@ -2,7 +2,8 @@
 solution: pairwise similarity of their own code, for the instructor only (``DIR/similarity.csv`` and a section
 of ``report.html``, never a student's feedback).
 
-The fingerprinting is copydetect's (winnowing over Pygments tokens). Its tokenizer already drops comments
+The fingerprinting is copydetect's (winnowing over Pygments tokens), computed as copydetect 0.5.0 computes it
+without importing it (`autograder.reports.fingerprints`). Its tokenizer already drops comments
 and whitespace and replaces every identifier by one letter (names, attributes and keyword arguments by
 ``V``, function names by ``F``, class names by ``O``, string contents by ``S``), so renaming variables or
 rewording comments hides nothing; fingerprints are compared as sets, so reordering functions or cells hides
@@ -31,13 +32,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from autograder.records import Task, Template
+from autograder.reports.fingerprints import NOISE, Fingerprint, overlap
 from autograder.reports.grades_csv import write_csv
 from course.notebooks import code_cells, read_notebook, source_of
 
 if TYPE_CHECKING:
     import numpy as np
 
-NOISE = 25  # copydetect's default: runs shorter than 25 normalised characters are not fingerprinted
 # Near the middle of the gap between the most similar independent right answers of the bank (0.62; one pair
 # built on a shared template aside) and the least similar renamed, reordered copy (0.91), measured by
 # `python -m benchmarks.similarity`.
@@ -177,14 +178,6 @@ def bounded(cells: list[str]) -> tuple[str, bool]:
     return code[:MAX_CODE_CHARS], cut or len(code) > MAX_CODE_CHARS
 
 
-def _fingerprint(code: str, boilerplate: np.ndarray | None):
-    """copydetect's fingerprint of Python ``code``: every NOISE-character run of its normalised tokens (a
-    winnowing window of 1, copydetect's default), less those in ``boilerplate`` (sorted hashes)."""
-    from copydetect import CodeFingerprint  # imported here: copydetect loads matplotlib.pyplot and tqdm
-
-    return CodeFingerprint("solution.py", NOISE, 1, boilerplate, language="python", fp=io.StringIO(code))
-
-
 def _spans(slices: np.ndarray, length: int) -> tuple[tuple[int, int], ...]:
     """copydetect's slices (2 x N character offsets of the shared regions) as (start, end) spans within the code."""
     return tuple((start, end) for start, end in zip(*slices.clip(0, length).astype(int).tolist()) if end > start)
@@ -207,22 +200,24 @@ def _segments(code: str, spans: tuple[tuple[int, int], ...]) -> tuple[Segment, .
 def similar_pairs(assignment: str, codes: dict[str, str], starter: str, threshold: float) -> list[Pair]:
     """Every pair of students (``codes``: student id -> solution code) whose similarity is at least
     ``threshold`` and who share at least MIN_SHARED fingerprints, most similar first; the fingerprints of
-    ``starter`` (the released code of the same cells) are left out of every comparison."""
+    ``starter`` (the released code of the same cells) are left out of every comparison. The same code (a blank
+    hand-in, most often) is fingerprinted once."""
     import numpy as np  # imported here, not at the grader's start (the workers wait for it)
-    from copydetect import compare_files  # imported here: copydetect loads matplotlib.pyplot and tqdm
 
-    boilerplate = np.array(sorted(_fingerprint(starter, None).hashes))
-    prints = {student: _fingerprint(code, boilerplate) for student, code in sorted(codes.items())}
+    boilerplate = np.array(sorted(Fingerprint.of(starter, None).kept))
+    printed = {code: Fingerprint.of(code, boilerplate) for code in set(codes.values())}
+    prints = {student: printed[code] for student, code in sorted(codes.items())}
     pairs = []
     for (a, print_a), (b, print_b) in itertools.combinations(prints.items(), 2):
-        shared = len(print_a.hashes & print_b.hashes)
+        shared = print_a.shared(print_b)
         if shared < MIN_SHARED:
             continue
-        _, shares, (slices_a, slices_b) = compare_files(print_a, print_b)
-        similarity = min(1.0, float(max(shares)))
+        found = overlap(print_a, print_b)
+        similarity = min(1.0, float(max(found.shares)))
         if similarity >= threshold:
-            pairs.append(Pair(assignment, a, b, similarity, shared, print_a.raw_code, print_b.raw_code,
-                              _spans(slices_a, len(print_a.raw_code)), _spans(slices_b, len(print_b.raw_code))))
+            pairs.append(Pair(assignment, a, b, similarity, shared, print_a.code, print_b.code,
+                              _spans(print_a.in_raw(found.copied[0]), len(print_a.code)),
+                              _spans(print_b.in_raw(found.copied[1]), len(print_b.code))))
     return sorted(pairs, key=lambda p: (-p.similarity, p.student_a, p.student_b))
 
 
