@@ -1,13 +1,13 @@
 """Fingerprints of code and the overlap of two of them: copydetect's winnowing (Pygments tokens normalised, every
 NOISE-character run hashed, the copied runs merged into slices), computed as copydetect 0.5.0 computes it.
 
-copydetect's package imports matplotlib.pyplot whatever is used of it (0.4 s of a core, the grader's largest
-import), and its `compare_files` gathers the positions of the hashes two codes share one NumPy array per hash, most
-of the 0.35-0.45 ms a pair that `python -m benchmarks.similarity` measured with it, fingerprints included; a class
-of 300 students is 44,850 pairs of each assignment. Here a `Fingerprint` is copydetect's `CodeFingerprint` (its
-normalised code, offsets, hashes and token coverage), its hashes kept as a set of Python integers (how many two
-codes share is one intersection) and as arrays, and `overlap` finds the copied positions with one sorted search a
-side. A test holds every figure equal to copydetect's (`CodeFingerprint`, `compare_files`) on the bank's answers.
+copydetect's package imports matplotlib.pyplot whatever is used of it (the grader needs neither), and its
+`compare_files` gathers the positions of the hashes two codes share one NumPy array per hash, most of what a pair
+costs (`python -m benchmarks.similarity` prints it); a class of 300 students is 44,850 pairs of each assignment.
+Here a `Fingerprint` is copydetect's `CodeFingerprint` (its normalised code, offsets, hashes and token coverage),
+its hashes kept as a set of Python integers (how many two codes share is one intersection) and as arrays, and
+`overlap` finds the copied positions with one sorted search a side. A test holds every figure equal to copydetect's
+(`CodeFingerprint`, `compare_files`) on the bank's answers.
 
 Runs in the grader (`autograder.reports.similarity`).
 """
@@ -143,9 +143,10 @@ def _slices(starts: np.ndarray) -> np.ndarray:
 
     if len(starts) == 0:
         return np.array([[], []])
-    gaps = np.where(np.diff(starts) > NOISE - 1)[0]
-    return np.array([np.concatenate([starts[:1], starts[gaps + 1]]), np.concatenate([starts[gaps] + NOISE,
-                                                                                     starts[-1:] + NOISE])])
+    gaps = np.where(np.diff(starts) > NOISE - 1)[0]  # a run ends before the next begins
+    firsts = np.concatenate([starts[:1], starts[gaps + 1]])
+    lasts = np.concatenate([starts[gaps], starts[-1:]])
+    return np.array([firsts, lasts + NOISE])
 
 
 def _share(fingerprint: Fingerprint, copied: np.ndarray) -> float:

@@ -80,7 +80,7 @@ def test_overlap_gives_what_copydetects_compare_files_gives_on_every_pair(assign
 
 
 def test_the_similarity_report_imports_neither_copydetect_nor_matplotlib() -> None:
-    """copydetect's package imports matplotlib.pyplot, 0.4 s of a core in every run of the grader that needs neither."""
+    """copydetect's package imports matplotlib.pyplot, which the grader needs no more than copydetect itself."""
     code = ("import sys\nfrom autograder.reports.similarity import similar_pairs\n"
             "from course.chapters import chapter\nfrom course.notebooks import solution_sources\n"
             "answer = '\\n\\n'.join(solution_sources(chapter('01_similarity').solution).values())\n"
